@@ -1,0 +1,1 @@
+"""Data model, loaders, column mapping and validation."""

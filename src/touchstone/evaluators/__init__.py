@@ -1,0 +1,1 @@
+"""Evaluators: one module per family, all reachable through the registry."""

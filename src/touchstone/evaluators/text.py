@@ -1,0 +1,93 @@
+"""Lexical overlap metrics defined by SQuAD: token F1 and exact match (SPEC 3.3)."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from typing import Any, ClassVar
+
+from touchstone.data.kinds import as_text_list
+from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
+from touchstone.evaluators.registry import register
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lowercase, drop ASCII punctuation, drop a/an/the, collapse whitespace."""
+    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCTUATION)).split())
+
+
+def token_f1(prediction: str, truth: str) -> float:
+    """SQuAD token F1 (multiset overlap). Two empty token lists agree (1.0), as SQuAD v2 scores them;
+    one empty and one not give 0.0."""
+    pred = normalize_answer(prediction).split()
+    gold = normalize_answer(truth).split()
+    if not pred or not gold:
+        return float(pred == gold)
+    same = sum((Counter(pred) & Counter(gold)).values())
+    if same == 0:
+        return 0.0
+    precision = same / len(pred)
+    recall = same / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def exact_match(prediction: str, truth: str, normalize: bool = True) -> float:
+    if normalize:
+        return float(normalize_answer(prediction) == normalize_answer(truth))
+    return float(prediction == truth)
+
+
+_TEXT_INPUTS = (
+    InputSpec("response", "text", description="the application's answer"),
+    InputSpec("ground_truth", "texts", description="the expected answer, or several"),
+)
+
+
+@register
+class F1ScoreEvaluator(Evaluator):
+    """Token F1 between response and ground truth after SQuAD normalisation; max over ground truths."""
+
+    metric = "f1_score"
+    prefix = "f1"
+    score_key = "f1_score"
+    inputs = _TEXT_INPUTS
+    description = "SQuAD token F1 between response and ground truth (max over several)"
+    value_range = "0-1"
+    default_threshold: ClassVar[float | None] = 0.5
+
+    def __init__(self, *, threshold: float = 0.5) -> None:
+        super().__init__(threshold=threshold)
+
+    def _score(self, **inputs: Any) -> Outputs:
+        response: str = inputs["response"]
+        return self.result(max(token_f1(response, gt) for gt in as_text_list(inputs["ground_truth"])))
+
+
+@register
+class ExactMatchEvaluator(Evaluator):
+    """1 when the response equals one of the ground truths after SQuAD normalisation (or exactly,
+    with ``normalize=False``), else 0."""
+
+    metric = "exact_match"
+    prefix = "exact_match"
+    score_key = "exact_match"
+    inputs = _TEXT_INPUTS
+    description = "response equals a ground truth after SQuAD normalisation"
+    value_range = "0/1"
+    default_threshold: ClassVar[float | None] = 1.0
+
+    def __init__(self, *, threshold: float = 1.0, normalize: bool = True) -> None:
+        super().__init__(threshold=threshold)
+        self.normalize = normalize
+
+    def options(self) -> dict[str, Any]:
+        return {**super().options(), "normalize": self.normalize}
+
+    def _score(self, **inputs: Any) -> Outputs:
+        response: str = inputs["response"]
+        truths = as_text_list(inputs["ground_truth"])
+        return self.result(max(exact_match(response, gt, self.normalize) for gt in truths))
