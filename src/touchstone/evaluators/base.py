@@ -48,7 +48,8 @@ class Evaluator:
     metric: ClassVar[str] = ""
     """Registry name, e.g. ``f1_score``."""
     prefix: ClassVar[str] = ""
-    """Output key prefix: ``<prefix>_result``, ``<prefix>_threshold``, ``<prefix>_error``."""
+    """Output key prefix ``m`` of ``m_result``, ``m_threshold``, ``m_error``... The compatible SDK uses
+    the main score key itself (``f1_score`` -> ``f1_score_result``)."""
     score_key: ClassVar[str] = ""
     """The main numeric output key (the one compared against the threshold)."""
     inputs: ClassVar[tuple[InputSpec, ...]] = ()
@@ -156,20 +157,32 @@ class Evaluator:
         assert self.threshold is not None
         return score >= self.threshold if self.higher_is_better else score <= self.threshold
 
-    def result(self, score: float, **extra: Any) -> Outputs:
-        """``{score_key: score, <prefix>_result, <prefix>_threshold}`` plus ``extra``."""
-        out: Outputs = {self.score_key: score}
-        out.update(extra)
+    def result(
+        self, score: float, *, reason: str | None = None, properties: Any = None, **extra: Any
+    ) -> Outputs:
+        """The compatible SDK's full key set for the main score ``m`` (= ``prefix``): ``m``,
+        ``m_score``, ``m_passed``, ``m_result``, ``m_reason``, ``m_status``, ``m_threshold``,
+        ``m_properties`` (the pass/fail keys only when a threshold is set), then ``extra``."""
+        if isinstance(score, float) and math.isnan(score):
+            raise ValueError("score is NaN")
+        m = self.prefix
+        out: Outputs = {self.score_key: score, f"{m}_score": score}
         if self.threshold is not None:
-            if isinstance(score, float) and math.isnan(score):
-                raise ValueError("score is NaN")
-            out[f"{self.prefix}_result"] = "pass" if self.passes(score) else "fail"
-            out[f"{self.prefix}_threshold"] = self.threshold
+            passed = self.passes(score)
+            out[f"{m}_passed"] = passed
+            out[f"{m}_result"] = "pass" if passed else "fail"
+        out[f"{m}_reason"] = reason
+        out[f"{m}_status"] = "completed"
+        out[f"{m}_threshold"] = self.threshold
+        out[f"{m}_properties"] = properties
+        out.update(extra)
         return out
 
     def failure(self, error: BaseException | str) -> Outputs:
+        """Outputs of a row whose score could not be obtained: ``m_error`` holds the cause."""
         message = error if isinstance(error, str) else describe_exception(error)
-        return {f"{self.prefix}_error": message}
+        m = self.prefix
+        return {f"{m}_error": message, f"{m}_status": "failed", f"{m}_threshold": self.threshold}
 
     @property
     def error_key(self) -> str:

@@ -52,7 +52,7 @@ class F1ScoreEvaluator(Evaluator):
     """Token F1 between response and ground truth after SQuAD normalisation; max over ground truths."""
 
     metric = "f1_score"
-    prefix = "f1"
+    prefix = "f1_score"
     score_key = "f1_score"
     inputs = _TEXT_INPUTS
     description = "SQuAD token F1 between response and ground truth (max over several)"
