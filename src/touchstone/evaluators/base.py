@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from touchstone.data.kinds import InputKind, check_value
-from touchstone.errors import InputValidationError, Problem
+from touchstone.errors import InputValidationError, Problem, RunAbortedError
 
 Outputs = dict[str, Any]
 
@@ -125,6 +125,8 @@ class Evaluator:
         for row in rows:
             try:
                 out.append(self._score(**row))
+            except RunAbortedError:
+                raise
             except Exception as exc:  # a failed score is data, recorded with its cause
                 out.append(self.failure(exc))
         return out
@@ -133,6 +135,8 @@ class Evaluator:
         """Score one validated row asynchronously; failures become a failure dict."""
         try:
             return await self._ascore(**row)
+        except RunAbortedError:
+            raise  # every remaining row would fail the same way: stop the run
         except Exception as exc:
             return self.failure(exc)
 

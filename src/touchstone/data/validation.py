@@ -1,0 +1,139 @@
+"""Validation of the whole input against what the chosen evaluators need, before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from touchstone.data.kinds import check_value
+from touchstone.data.loaders import Record
+from touchstone.data.mapping import Ref, resolve
+from touchstone.errors import InputValidationError, Problem
+from touchstone.evaluators.base import Evaluator
+
+
+def evaluator_inputs(
+    evaluator: Evaluator,
+    mapping: Mapping[str, Ref],
+    data: Mapping[str, Any],
+    target_out: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The keyword inputs for one evaluator on one row (only the inputs that are present)."""
+    inputs: dict[str, Any] = {}
+    for spec in evaluator.inputs:
+        found, value, _ = resolve(spec.name, mapping.get(spec.name), data, target_out)
+        if found:
+            inputs[spec.name] = value
+    return _select_mode(evaluator, inputs)
+
+
+def _select_mode(evaluator: Evaluator, inputs: dict[str, Any]) -> dict[str, Any]:
+    """With alternative input modes (single turn or conversation), keep one coherent set: a row
+    that satisfies the first listed mode is scored in it."""
+    modes = evaluator.required_modes()
+    if len(modes) <= 1:
+        return inputs
+    for mode in modes:
+        if set(mode) <= set(inputs):
+            other = {n for m in modes if m != mode for n in m} - set(mode)
+            return {k: v for k, v in inputs.items() if k not in other}
+    return inputs
+
+
+def validate_records(
+    records: Sequence[Record],
+    evaluators: Mapping[str, Evaluator],
+    mappings: Mapping[str, Mapping[str, Ref]],
+    has_target: bool,
+) -> None:
+    """Raise :class:`InputValidationError` listing every problem (first 20 shown) or return."""
+    problems: list[Problem] = []
+    problems.extend(_mapping_columns_exist(records, mappings, has_target))
+    if problems:
+        raise InputValidationError(problems)
+    # (source, line, field, message) -> evaluator names, so one missing field is reported once
+    found: dict[tuple[str, int, str, str], list[str]] = {}
+    for record in records:
+        for name, ev in evaluators.items():
+            for field, message in _row_problems(ev, mappings.get(name, {}), record.data, has_target):
+                found.setdefault((record.source, record.line, field, message), []).append(name)
+    for (source, line, field, message), names in found.items():
+        problems.append(Problem(source, line, field, f"{message} (needed by {', '.join(names)})"))
+    if problems:
+        raise InputValidationError(problems)
+
+
+def _row_problems(
+    ev: Evaluator, mapping: Mapping[str, Ref], data: Mapping[str, Any], has_target: bool
+) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    present: set[str] = set()
+    fields: dict[str, str] = {}
+    for spec in ev.inputs:
+        ref = mapping.get(spec.name)
+        found, value, field = resolve(spec.name, ref, data, None)
+        fields[spec.name] = field
+        if found:
+            present.add(spec.name)
+            err = check_value(spec.kind, value)
+            if err:
+                problems.append((field, err))
+        elif has_target and (ref is None or ref.origin == "target"):
+            present.add(spec.name)  # the target will produce it; checked when it does
+    modes = ev.required_modes()
+    if not any(set(mode) <= present for mode in modes):
+        best = min(modes, key=lambda m: len(set(m) - present))
+        missing = [n for n in best if n not in present]
+        alt = ""
+        if len(modes) > 1:
+            alt = "; accepted input sets: " + " or ".join("(" + ", ".join(m) + ")" for m in modes)
+        for name in missing:
+            ref = mapping.get(name)
+            what = f"mapped from {ref}" if ref is not None else "expected " + _expected(ev, name)
+            problems.append((fields.get(name, name), f"missing ({what}){alt}"))
+    return problems
+
+
+def _expected(ev: Evaluator, name: str) -> str:
+    spec = ev.input_spec(name)
+    kind = spec.kind if spec else "any"
+    return {
+        "text": "a string",
+        "texts": "a string or a list of strings",
+        "context": "a string or a list of documents",
+        "conversation": 'an object with "messages"',
+        "ranked_documents": "a ranked list of document ids",
+        "relevance_labels": "a list of relevance labels",
+        "any": "a value",
+    }[kind]
+
+
+def _mapping_columns_exist(
+    records: Sequence[Record], mappings: Mapping[str, Mapping[str, Ref]], has_target: bool
+) -> list[Problem]:
+    """A ``${data.col}`` mapping whose column is in no row at all is reported once, with the columns
+    the data does have; ``${target.col}`` without a target is an error too."""
+    problems = []
+    columns: set[str] = set()
+    for record in records:
+        columns.update(record.data)
+    source = records[0].source if records else "data"
+    seen: set[str] = set()
+    for ev_name, mapping in mappings.items():
+        for inp, ref in mapping.items():
+            if ref.origin == "target" and not has_target:
+                problems.append(
+                    Problem("evaluator_config", None, f"{ev_name}.column_mapping.{inp}", f"{ref} refers to a target, but no target was given")
+                )
+            elif ref.origin == "data" and ref.path[0] not in columns and ref.column not in seen:
+                seen.add(ref.column)
+                problems.append(
+                    Problem(
+                        source,
+                        None,
+                        ref.column,
+                        f"column mapping {inp} -> {ref} points to a column that is in no row; "
+                        f"columns are: {', '.join(sorted(columns)) or '(none)'}",
+                    )
+                )
+    return problems

@@ -1,0 +1,1 @@
+"""The runner: validation, target, scheduling, persistence, aggregation."""

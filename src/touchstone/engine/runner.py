@@ -1,0 +1,391 @@
+"""``evaluate()``: load -> validate -> (target) -> score -> store -> aggregate.
+
+CPU-bound evaluators are scored in batches (``score_batch``), in a process pool on large inputs;
+I/O-bound ones (``is_async``) run many rows at once through a bounded pool of workers. Every score is
+written to the run store as soon as it is produced, so a crash loses only what was in flight, and a
+run can be resumed: stored scores are not computed again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Mapping
+from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import AsyncExitStack
+from typing import Any
+
+from touchstone._version import __version__
+from touchstone.data.kinds import check_value
+from touchstone.data.loaders import DataSource, Record, load_records
+from touchstone.data.mapping import Ref, evaluator_mappings
+from touchstone.data.validation import evaluator_inputs, validate_records
+from touchstone.engine.context import RunContext, current_usage, run_hooks
+from touchstone.engine.result import EvaluationResult
+from touchstone.errors import ConfigurationError, InputValidationError
+from touchstone.evaluators.base import Evaluator, EvaluatorLike, as_evaluator, describe_exception
+from touchstone.stats.aggregate import aggregate, is_failed
+from touchstone.store.sqlite import RunStore, StoredRow
+
+ProgressCallback = Callable[[int, int], None]
+BATCH_ROWS = 2000
+PARALLEL_MIN_ROWS = 20_000
+
+
+class EvaluationFailedError(RuntimeError):
+    """``fail_on_evaluator_errors=True`` and at least one score could not be obtained."""
+
+
+def evaluate(
+    *,
+    data: DataSource,
+    evaluators: Mapping[str, EvaluatorLike],
+    evaluator_config: Mapping[str, Any] | None = None,
+    target: Callable[..., Any] | None = None,
+    output_path: str | os.PathLike[str] | None = None,
+    evaluation_name: str | None = None,
+    fail_on_evaluator_errors: bool = False,
+    store: RunStore | str | os.PathLike[str] | None = None,
+    resume: str | None = None,
+    progress: ProgressCallback | None = None,
+    workers: int | None = None,
+    **options: Any,
+) -> EvaluationResult:
+    """Evaluate ``data`` (a JSONL/CSV/Parquet path, a DataFrame or a list of dicts) with ``evaluators``.
+
+    Compatible with ``azure-ai-evaluation``'s ``evaluate()``. On top of it: ``store`` (a
+    :class:`RunStore` or a path; default ``$TOUCHSTONE_STORE`` or ``~/.touchstone/runs.db``),
+    ``resume`` (a run id whose stored scores are reused), ``progress`` (called with done and total
+    scores), ``workers`` (processes for CPU-bound metrics; default: all cores on large inputs), and
+    ``options`` passed to run hooks (judge settings such as ``concurrency`` or ``cache``).
+    """
+    if not evaluators:
+        raise InputValidationError("no evaluators given; pass evaluators={'name': evaluator}")
+    evs = {name: as_evaluator(ev, name) for name, ev in evaluators.items()}
+    records = load_records(data)
+    mappings = evaluator_mappings(list(evs), evaluator_config)
+    validate_records(records, evs, mappings, has_target=target is not None)
+
+    run_store = store if isinstance(store, RunStore) else RunStore(store)
+    config = _run_config(data, evs, evaluator_config, target, evaluation_name, options)
+    config["n_rows"] = len(records)
+    if resume:
+        info = run_store.get_run(resume)
+        if info is None:
+            raise ConfigurationError(f"no run {resume!r} in the store {run_store.path}")
+        if info.config.get("n_rows") != len(records):
+            raise ConfigurationError(
+                f"run {resume} was over {info.config.get('n_rows')} rows; this data has {len(records)}"
+            )
+        run_id = resume
+        run_store.set_status(run_id, "running")
+    else:
+        run_id = run_store.create_run(config, evaluation_name, __version__)
+
+    ctx = RunContext(run_id=run_id, store=run_store, evaluators=evs, options=dict(options))
+    runner = _Runner(ctx, records, evs, mappings, target, progress, workers)
+    try:
+        if _in_running_loop():  # e.g. called from a notebook: run on a private loop in a thread
+            _run_in_thread(runner.execute)
+        else:
+            asyncio.run(runner.execute())
+    except KeyboardInterrupt:
+        run_store.set_status(run_id, "interrupted")
+        raise
+    except BaseException:
+        run_store.set_status(run_id, "failed")
+        raise
+
+    result = build_result(run_store, run_id, records, evs, mappings, ctx.info)
+    if output_path is not None:
+        result.write(output_path)
+    if fail_on_evaluator_errors and result.n_failed:
+        raise EvaluationFailedError(
+            f"{result.n_failed} scores could not be obtained (run {run_id}); see the *_error columns"
+        )
+    return result
+
+
+def _in_running_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _run_in_thread(fn: Callable[[], Any]) -> None:
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, fn()).result()
+
+
+def _run_config(
+    data: Any,
+    evs: Mapping[str, Evaluator],
+    evaluator_config: Mapping[str, Any] | None,
+    target: Any,
+    name: str | None,
+    options: Mapping[str, Any],
+) -> dict[str, Any]:
+    source = str(data) if isinstance(data, (str, os.PathLike)) else f"<{type(data).__name__}>"
+    return {
+        "data": source,
+        "evaluators": {
+            n: {"metric": ev.metric, "class": f"{type(ev).__module__}.{type(ev).__qualname__}", "options": ev.options()}
+            for n, ev in evs.items()
+        },
+        "evaluator_config": dict(evaluator_config or {}),
+        "target": None if target is None else getattr(target, "__qualname__", repr(target)),
+        "evaluation_name": name,
+        "options": {k: v for k, v in options.items() if _json_safe(v)},
+        "package_version": __version__,
+        "python": sys.version.split()[0],
+    }
+
+
+def _json_safe(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool, type(None), list, dict))
+
+
+class _Runner:
+    def __init__(
+        self,
+        ctx: RunContext,
+        records: list[Record],
+        evs: dict[str, Evaluator],
+        mappings: dict[str, dict[str, Ref]],
+        target: Callable[..., Any] | None,
+        progress: ProgressCallback | None,
+        workers: int | None,
+    ) -> None:
+        self.ctx = ctx
+        self.store: RunStore = ctx.store
+        self.records = records
+        self.evs = evs
+        self.mappings = mappings
+        self.target = target
+        self.progress = progress
+        self.workers = workers
+        self.targets: dict[int, tuple[dict[str, Any] | None, str | None]] = {}
+        self.done = 0
+        self.total = 0
+
+    async def execute(self) -> None:
+        async with AsyncExitStack() as stack:
+            for hook in run_hooks():
+                await stack.enter_async_context(hook(self.ctx))
+            await self._run_target()
+            stored = set(self.store.get_scores(self.ctx.run_id))
+            todo = {
+                name: [i for i in range(len(self.records)) if (i, name) not in stored] for name in self.evs
+            }
+            self.total = len(self.records) * len(self.evs)
+            self.done = self.total - sum(len(v) for v in todo.values())
+            self._tick(0)
+            sync = {n: ev for n, ev in self.evs.items() if not ev.is_async}
+            asynchronous = {n: ev for n, ev in self.evs.items() if ev.is_async}
+            await asyncio.gather(self._run_sync(sync, todo), self._run_async(asynchronous, todo))
+
+    def _tick(self, n: int) -> None:
+        self.done += n
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+    # ------------------------------------------------------------------ target
+    async def _run_target(self) -> None:
+        stored = {r.idx: r for r in self.store.get_rows(self.ctx.run_id)}
+        for idx, row in stored.items():
+            self.targets[idx] = (row.target, row.target_error)
+        missing = [i for i in range(len(self.records)) if i not in stored]
+        if not missing:
+            return
+        if self.target is None:
+            self.store.put_rows(
+                self.ctx.run_id,
+                [StoredRow(i, self.records[i].source, self.records[i].line, self.records[i].data, None, None) for i in missing],
+            )
+            return
+        limit = asyncio.Semaphore(int(self.ctx.options.get("target_concurrency", 8)))
+        fn = self.target
+        params = inspect.signature(fn).parameters
+        takes_all = any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+        async def call(i: int) -> None:
+            data = self.records[i].data
+            kwargs = data if takes_all else {k: v for k, v in data.items() if k in params}
+            async with limit:
+                try:
+                    if inspect.iscoroutinefunction(fn):
+                        out = await fn(**kwargs)
+                    else:
+                        out = await asyncio.to_thread(fn, **kwargs)
+                    if not isinstance(out, Mapping):
+                        raise TypeError(f"the target must return a dict, it returned {type(out).__name__}")
+                    result: tuple[dict[str, Any] | None, str | None] = (dict(out), None)
+                except Exception as exc:
+                    result = (None, describe_exception(exc))
+            self.targets[i] = result
+            rec = self.records[i]
+            self.store.put_rows(self.ctx.run_id, [StoredRow(i, rec.source, rec.line, rec.data, result[0], result[1])])
+
+        await asyncio.gather(*(call(i) for i in missing))
+
+    # ------------------------------------------------------------------ inputs
+    def inputs_for(self, name: str, i: int) -> dict[str, Any] | str:
+        """The evaluator's inputs for row ``i``, or why they cannot be built (a target failure, or a
+        target output of the wrong type)."""
+        ev = self.evs[name]
+        target_out, target_error = self.targets.get(i, (None, None))
+        if target_error:
+            return f"the target failed on this row: {target_error}"
+        inputs = evaluator_inputs(ev, self.mappings.get(name, {}), self.records[i].data, target_out)
+        if self.target is not None:
+            modes = ev.required_modes()
+            if not any(set(m) <= set(inputs) for m in modes):
+                missing = sorted(set(modes[0]) - set(inputs))
+                return f"missing input(s) {', '.join(missing)} after the target ran"
+            for key, value in inputs.items():
+                spec = ev.input_spec(key)
+                err = check_value(spec.kind, value) if spec else None
+                if err:
+                    return f"input {key}: {err}"
+        return inputs
+
+    # ------------------------------------------------------------------ CPU-bound evaluators
+    async def _run_sync(self, evs: dict[str, Evaluator], todo: dict[str, list[int]]) -> None:
+        pending = sum(len(todo[n]) for n in evs)
+        if not pending:
+            return
+        workers = self.workers if self.workers is not None else (os.cpu_count() or 1)
+        pool: Executor | None = None
+        if workers > 1 and pending >= PARALLEL_MIN_ROWS:
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+        try:
+            for name, ev in evs.items():
+                await self._run_sync_one(name, ev, todo[name], pool, workers)
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+
+    async def _run_sync_one(
+        self, name: str, ev: Evaluator, indices: list[int], pool: Executor | None, workers: int
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        chunks = [indices[s : s + BATCH_ROWS] for s in range(0, len(indices), BATCH_ROWS)]
+        in_flight = asyncio.Semaphore(max(1, workers) * 2)
+
+        async def one(chunk: list[int]) -> None:
+            async with in_flight:
+                prepared = [(i, self.inputs_for(name, i)) for i in chunk]
+                good = [(i, inp) for i, inp in prepared if isinstance(inp, dict)]
+                rows = [inp for _, inp in good]
+                if pool is not None:
+                    outs = await loop.run_in_executor(pool, _score_batch, ev, rows)
+                else:
+                    outs = await asyncio.to_thread(ev.score_batch, rows)
+                by_idx = {i: out for (i, _), out in zip(good, outs, strict=True)}
+                records = []
+                for i, inp in prepared:
+                    out = by_idx[i] if isinstance(inp, dict) else ev.failure(str(inp))
+                    records.append((i, out, is_failed(out), None))
+                self.store.put_scores(self.ctx.run_id, name, records)
+                self._tick(len(chunk))
+
+        await asyncio.gather(*(one(c) for c in chunks))
+
+    # ------------------------------------------------------------------ I/O-bound evaluators
+    async def _run_async(self, evs: dict[str, Evaluator], todo: dict[str, list[int]]) -> None:
+        queue: list[tuple[int, str]] = [(i, n) for n in evs for i in todo[n]]
+        queue.sort()  # row by row, so the rows that finish first are whole
+        if not queue:
+            return
+        n_workers = max(1, int(self.ctx.options.get("workers_async", 0)) or 4 * int(self.ctx.options.get("concurrency") or 32))
+        it = iter(queue)
+
+        async def worker() -> None:
+            for i, name in it:
+                ev = self.evs[name]
+                inputs = self.inputs_for(name, i)
+                usage: dict[str, Any] = {}
+                token = current_usage.set(usage)
+                try:
+                    out = await ev.ascore(inputs) if isinstance(inputs, dict) else ev.failure(inputs)
+                finally:
+                    current_usage.reset(token)
+                self.store.put_scores(self.ctx.run_id, name, [(i, out, is_failed(out), usage or None)])
+                self._tick(1)
+
+        await asyncio.gather(*(worker() for _ in range(min(n_workers, len(queue)))))
+
+
+def _score_batch(ev: Evaluator, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Top-level so a process pool can run it."""
+    return ev.score_batch(rows)
+
+
+def build_result(
+    store: RunStore,
+    run_id: str,
+    records: list[Record],
+    evs: Mapping[str, Evaluator],
+    mappings: Mapping[str, Mapping[str, Ref]],
+    extra_info: Mapping[str, Any] | None = None,
+) -> EvaluationResult:
+    """Assemble rows, metrics and summary from the store, and record them as the run's end."""
+    scores = store.get_scores(run_id)
+    targets = {r.idx: r for r in store.get_rows(run_id)}
+    rows: list[dict[str, Any]] = []
+    per_eval: dict[str, list[dict[str, Any] | None]] = {name: [] for name in evs}
+    usage_total: dict[str, float] = {}
+    for i, rec in enumerate(records):
+        row: dict[str, Any] = {f"inputs.{k}": v for k, v in rec.data.items()}
+        stored = targets.get(i)
+        if stored is not None and stored.target:
+            row.update({f"outputs.{k}": v for k, v in stored.target.items()})
+        if stored is not None and stored.target_error:
+            row["outputs.target_error"] = stored.target_error
+        for name in evs:
+            out, usage = scores.get((i, name), (None, None))
+            per_eval[name].append(out)
+            if out is not None:
+                row.update({f"outputs.{name}.{k}": v for k, v in out.items()})
+            for k, v in (usage or {}).items():
+                if isinstance(v, (int, float)):
+                    usage_total[k] = usage_total.get(k, 0) + v
+        rows.append(row)
+
+    corpus: dict[str, dict[str, float]] = {}
+    for name, ev in evs.items():
+        if type(ev).corpus_metrics is not Evaluator.corpus_metrics:
+            ok = [i for i, out in enumerate(per_eval[name]) if out is not None and not is_failed(out)]
+            ins = [evaluator_inputs(ev, mappings.get(name, {}), records[i].data, _target_of(targets, i)) for i in ok]
+            corpus[name] = ev.corpus_metrics(ins, [per_eval[name][i] or {} for i in ok])
+    metrics, summary = aggregate(list(evs), per_eval, corpus)
+
+    missing = sum(1 for outs in per_eval.values() for o in outs if o is None)
+    status = "completed" if missing == 0 else "incomplete"
+    store.finish_run(run_id, status, metrics, {"summary": summary, "usage": usage_total, **(extra_info or {})})
+    info = store.get_run(run_id)
+    assert info is not None
+    run = info.as_dict()
+    run["usage"] = usage_total
+    run.update(extra_info or {})
+    return EvaluationResult(rows=rows, metrics=metrics, summary=summary, run=run)
+
+
+def _target_of(targets: Mapping[int, StoredRow], i: int) -> dict[str, Any] | None:
+    row = targets.get(i)
+    return row.target if row is not None else None
+
+
+def load_run_result(store: RunStore, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Stored metrics and summary document of a finished run (for ``touchstone show``)."""
+    info = store.get_run(run_id)
+    if info is None:
+        raise ConfigurationError(f"no run {run_id!r} in the store {store.path}")
+    return info.as_dict(), {"metrics": info.metrics or {}, **(info.summary or {})}

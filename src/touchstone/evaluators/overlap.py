@@ -1,0 +1,598 @@
+"""Traditional n-gram overlap metrics: BLEU, chrF, GLEU, METEOR and ROUGE (SPEC 3.3).
+
+Each metric is computed by the library that defines it, called below its convenience wrappers so
+that per-row overhead stays small:
+
+* ``bleu_score`` and ``chrf_score``: sacrebleu (``BLEU``/``CHRF`` objects built once per evaluator;
+  sentence scores from the segment statistics, the corpus score from the statistics summed over rows,
+  exactly as ``sacrebleu.corpus_bleu``/``corpus_chrf`` compute it).
+* ``gleu_score`` and ``meteor_score``: nltk (``sentence_gleu``, ``meteor_score``).
+* ``rouge``: rouge-score's tokenizer and formulas. ROUGE-N counts n-grams as rouge-score does;
+  ROUGE-L computes the longest common subsequence with a bit-parallel algorithm (its length is unique,
+  so the value is identical to rouge-score's dynamic programme, but linear in memory and fast on
+  100k-character texts); ROUGE-Lsum uses rouge-score's summary-level LCS.
+
+Nothing here downloads data. Tokenisation for GLEU and METEOR (``tokenizer="nltk"``, the default) is
+nltk's Treebank word tokenizer applied to the whole text -- what ``nltk.word_tokenize(text,
+preserve_line=True)`` returns. It needs no data files: ``nltk.word_tokenize`` without
+``preserve_line`` first splits sentences with the Punkt model (``punkt_tab`` data), which is never
+required here, so results do not depend on what happens to be installed. The one difference from
+Punkt-split text: a full stop that ends an inner sentence stays attached to its word ("world." in
+"Hello world. Bye."), only the final one is split off. METEOR matches exact words and Porter stems,
+and WordNet synonyms only when the WordNet data is already installed (``use_wordnet=None``, the
+default, detects it; it is never downloaded); without it the result is exactly nltk's
+``meteor_score`` with an empty synonym dictionary, which is what the options record.
+
+Edge cases (all defined, none raise): an empty or whitespace-only or punctuation-only response or
+ground truth yields no tokens for the tokenizers that drop them, and the metric's own convention for
+empty input applies: BLEU 0, chrF 0 (unless both sides are empty of characters, then 0 too), GLEU 0,
+METEOR 0, ROUGE precision/recall/F1 0. Unicode text is kept (CJK text without spaces is one word for
+the word-level tokenizers; ROUGE's tokenizer keeps only ``[a-z0-9]``, as rouge-score does, so
+non-Latin text scores 0 there). Several ground truths: BLEU and chrF as sacrebleu's multi-reference
+scores, GLEU as nltk's (best ratio), METEOR the maximum over references (as nltk), ROUGE the reference
+with the best F1 (rouge-score's ``score_multi``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from enum import Enum
+from typing import Any, ClassVar
+
+from touchstone.data.kinds import as_text_list
+from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
+from touchstone.evaluators.registry import register
+
+_TEXT_INPUTS = (
+    InputSpec("response", "text", description="the application's answer"),
+    InputSpec("ground_truth", "texts", description="the expected answer, or several"),
+)
+
+
+# ------------------------------------------------------------------------------------------ shared
+class _OverlapEvaluator(Evaluator):
+    """Shared shape: inputs ``response`` + ``ground_truth`` (one or several), a 0-1 score, pass at 0.5."""
+
+    inputs = _TEXT_INPUTS
+    value_range = "0-1"
+    default_threshold: ClassVar[float | None] = 0.5
+
+    def value(self, response: str, truths: list[str]) -> float:
+        """The metric for one response against its ground truths."""
+        raise NotImplementedError
+
+    def _score(self, **inputs: Any) -> Outputs:
+        return self.result(self.value(inputs["response"], as_text_list(inputs["ground_truth"])))
+
+    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+        out: list[Outputs] = []
+        value, result = self.value, self.result
+        for row in rows:
+            try:
+                gt = row["ground_truth"]
+                out.append(result(value(row["response"], [gt] if isinstance(gt, str) else list(gt))))
+            except Exception as exc:  # a failed score is data, recorded with its cause
+                out.append(self.failure(exc))
+        return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Library objects and caches are rebuilt lazily after unpickling (process pools).
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_lazy")}
+
+
+# --------------------------------------------------------------------------------- sacrebleu family
+class _SacrebleuEvaluator(_OverlapEvaluator):
+    """A sacrebleu metric: per-row statistics give the sentence score; their sum gives the corpus
+    score (``corpus_metrics``). Statistics computed while scoring are remembered until the summary
+    asks for the corpus score, so the corpus figure costs no second pass."""
+
+    corpus_key: ClassVar[str] = ""
+
+    def _make_metric(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def _metric(self) -> Any:
+        metric = self.__dict__.get("_lazy_metric")
+        if metric is None:
+            metric = self.__dict__["_lazy_metric"] = self._make_metric()
+        return metric
+
+    @property
+    def _stats_cache(self) -> dict[tuple[str, tuple[str, ...]], list[int]]:
+        cache = self.__dict__.get("_lazy_stats")
+        if cache is None:
+            cache = self.__dict__["_lazy_stats"] = {}
+        return cache  # type: ignore[no-any-return]
+
+    def statistics(self, response: str, truths: list[str]) -> list[int]:
+        """sacrebleu's sufficient statistics of one segment (against all its references)."""
+        key = (response, tuple(truths))
+        stats = self._stats_cache.get(key)
+        if stats is None:
+            stats = self._metric._extract_corpus_statistics([response], [[t] for t in truths])[0]
+            self._stats_cache[key] = stats
+        return stats
+
+    def sentence_value(self, stats: list[int]) -> float:
+        return float(self._metric._compute_score_from_stats(list(stats)).score) / 100.0
+
+    def value(self, response: str, truths: list[str]) -> float:
+        return self.sentence_value(self.statistics(response, truths))
+
+    def corpus_value(self, stats: list[list[int]]) -> float:
+        raise NotImplementedError
+
+    def corpus_metrics(self, inputs: Sequence[Mapping[str, Any]], outputs: Sequence[Outputs]) -> dict[str, float]:
+        rows = [
+            self.statistics(row["response"], as_text_list(row["ground_truth"]))
+            for row, out in zip(inputs, outputs)
+            if self.error_key not in out
+        ]
+        self._stats_cache.clear()
+        if not rows:
+            return {}
+        return {self.corpus_key: self.corpus_value(rows)}
+
+
+def _sum_stats(stats: list[list[int]]) -> list[int]:
+    return [sum(column) for column in zip(*stats)]
+
+
+@register
+class BleuScoreEvaluator(_SacrebleuEvaluator):
+    """Sentence BLEU as sacrebleu computes it (13a tokenizer, exponential smoothing, effective order),
+    divided by 100. The summary adds ``corpus_bleu``: sacrebleu's corpus BLEU (n-gram counts summed
+    over rows, no effective order), also divided by 100."""
+
+    metric = "bleu_score"
+    prefix = "bleu"
+    score_key = "bleu"
+    corpus_key = "corpus_bleu"
+    description = "sentence BLEU (sacrebleu: 13a, exp smoothing, effective order) / 100; corpus BLEU in the summary"
+
+    def __init__(self, *, threshold: float = 0.5, tokenize: str = "13a", lowercase: bool = False) -> None:
+        super().__init__(threshold=threshold)
+        self.tokenize = tokenize
+        self.lowercase = lowercase
+
+    def options(self) -> dict[str, Any]:
+        import sacrebleu
+
+        return {
+            **super().options(),
+            "tokenize": self.tokenize,
+            "lowercase": self.lowercase,
+            "smooth": "exp",
+            "effective_order": True,
+            "sacrebleu": sacrebleu.__version__,
+        }
+
+    def _make_metric(self) -> Any:
+        from sacrebleu.metrics import BLEU
+
+        return BLEU(tokenize=self.tokenize, lowercase=self.lowercase, effective_order=True)
+
+    def corpus_value(self, stats: list[list[int]]) -> float:
+        from sacrebleu.metrics import BLEU
+
+        total = _sum_stats(stats)
+        order = self._metric.max_ngram_order
+        score = BLEU.compute_bleu(
+            correct=total[2 : 2 + order],
+            total=total[2 + order :],
+            sys_len=int(total[0]),
+            ref_len=int(total[1]),
+            smooth_method="exp",
+            effective_order=False,
+            max_ngram_order=order,
+        )
+        return float(score.score) / 100.0
+
+
+@register
+class ChrfScoreEvaluator(_SacrebleuEvaluator):
+    """chrF (``word_order=0``) or chrF++ (``word_order=2``) as sacrebleu computes them, divided by 100.
+    The summary adds ``corpus_chrf`` from the statistics summed over rows."""
+
+    metric = "chrf_score"
+    prefix = "chrf"
+    score_key = "chrf"
+    corpus_key = "corpus_chrf"
+    description = "chrF / chrF++ (sacrebleu) / 100; corpus chrF in the summary"
+
+    def __init__(
+        self,
+        *,
+        threshold: float = 0.5,
+        word_order: int = 0,
+        char_order: int = 6,
+        beta: int = 2,
+        lowercase: bool = False,
+        whitespace: bool = False,
+        eps_smoothing: bool = False,
+    ) -> None:
+        super().__init__(threshold=threshold)
+        self.word_order = int(word_order)
+        self.char_order = int(char_order)
+        self.beta = int(beta)
+        self.lowercase = lowercase
+        self.whitespace = whitespace
+        self.eps_smoothing = eps_smoothing
+
+    def options(self) -> dict[str, Any]:
+        import sacrebleu
+
+        return {
+            **super().options(),
+            "word_order": self.word_order,
+            "char_order": self.char_order,
+            "beta": self.beta,
+            "lowercase": self.lowercase,
+            "whitespace": self.whitespace,
+            "eps_smoothing": self.eps_smoothing,
+            "sacrebleu": sacrebleu.__version__,
+        }
+
+    def _make_metric(self) -> Any:
+        from sacrebleu.metrics import CHRF
+
+        return CHRF(
+            char_order=self.char_order,
+            word_order=self.word_order,
+            beta=self.beta,
+            lowercase=self.lowercase,
+            whitespace=self.whitespace,
+            eps_smoothing=self.eps_smoothing,
+        )
+
+    def corpus_value(self, stats: list[list[int]]) -> float:
+        return float(self._metric._compute_score_from_stats(_sum_stats(stats)).score) / 100.0
+
+
+# ------------------------------------------------------------------------------------- tokenizers
+TOKENIZERS = ("nltk", "13a", "whitespace")
+
+
+class WordTokenizer:
+    """Word tokenizer for GLEU and METEOR; needs no downloaded data.
+
+    ``nltk``: nltk's Treebank word tokenizer over the whole text (``nltk.word_tokenize(text,
+    preserve_line=True)``); ``13a``: sacrebleu's mteval-13a tokenizer, split on spaces;
+    ``whitespace``: ``str.split()``."""
+
+    def __init__(self, name: str = "nltk") -> None:
+        if name not in TOKENIZERS:
+            raise ValueError(f"unknown tokenizer {name!r}; expected one of {', '.join(TOKENIZERS)}")
+        self.name = name
+        self._impl: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"name": self.name, "_impl": None}
+
+    def __call__(self, text: str) -> list[str]:
+        if self.name == "whitespace":
+            return text.split()
+        if self._impl is None:
+            if self.name == "nltk":
+                from nltk.tokenize import NLTKWordTokenizer
+
+                self._impl = NLTKWordTokenizer().tokenize
+            else:
+                from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+                self._impl = Tokenizer13a()
+        if self.name == "nltk":
+            return list(self._impl(text))
+        return str(self._impl(text.rstrip())).split()
+
+
+class _WordEvaluator(_OverlapEvaluator):
+    def __init__(self, *, threshold: float = 0.5, tokenizer: str = "nltk") -> None:
+        super().__init__(threshold=threshold)
+        self.tokenizer = WordTokenizer(tokenizer)
+
+    def options(self) -> dict[str, Any]:
+        import nltk
+
+        return {**super().options(), "tokenizer": self.tokenizer.name, "nltk": nltk.__version__}
+
+
+@register
+class GleuScoreEvaluator(_WordEvaluator):
+    """Google-BLEU (nltk ``sentence_gleu``, n-grams 1-4) on word tokens; several ground truths are
+    nltk's multi-reference GLEU (the reference with the best match ratio)."""
+
+    metric = "gleu_score"
+    prefix = "gleu"
+    score_key = "gleu"
+    description = "Google-BLEU (nltk sentence_gleu)"
+
+    def value(self, response: str, truths: list[str]) -> float:
+        from nltk.translate.gleu_score import sentence_gleu
+
+        tok = self.tokenizer
+        return float(sentence_gleu([tok(t) for t in truths], tok(response)))
+
+
+class _NoSynonyms:
+    """Stands in for nltk's WordNet reader when its data is not installed: no synonyms at all, so
+    METEOR matches exact words and stems only."""
+
+    def synsets(self, word: str) -> list[Any]:
+        return []
+
+
+def wordnet_installed() -> bool:
+    """Whether nltk's WordNet data is already on this machine (never downloads it)."""
+    import nltk
+
+    for resource in ("corpora/wordnet", "corpora/wordnet.zip"):
+        try:
+            nltk.data.find(resource)
+            return True
+        except LookupError:
+            continue
+    return False
+
+
+class _CachedStemmer:
+    """nltk's Porter stemmer with a memo: same stems, each word stemmed once."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, str] = {}
+        self._stemmer: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_cache": {}, "_stemmer": None}
+
+    def stem(self, word: str) -> str:
+        stem = self._cache.get(word)
+        if stem is None:
+            if self._stemmer is None:
+                from nltk.stem.porter import PorterStemmer
+
+                self._stemmer = PorterStemmer()
+            stem = self._stemmer.stem(word)
+            if len(self._cache) < 200_000:
+                self._cache[word] = stem
+        return stem
+
+
+@register
+class MeteorScoreEvaluator(_WordEvaluator):
+    """METEOR as nltk's ``meteor_score`` computes it (alpha 0.9, beta 3, gamma 0.5 by default): exact,
+    Porter-stem and -- only where WordNet data is already installed -- synonym matches; maximum over
+    several ground truths. Never downloads WordNet."""
+
+    metric = "meteor_score"
+    prefix = "meteor"
+    score_key = "meteor"
+    description = "METEOR (nltk; exact + stem matches, WordNet synonyms only if installed)"
+
+    def __init__(
+        self,
+        alpha: float = 0.9,
+        beta: float = 3.0,
+        gamma: float = 0.5,
+        *,
+        threshold: float = 0.5,
+        tokenizer: str = "nltk",
+        use_wordnet: bool | None = None,
+    ) -> None:
+        super().__init__(threshold=threshold, tokenizer=tokenizer)
+        self.alpha = float(alpha)
+        self.beta = float(beta)
+        self.gamma = float(gamma)
+        if use_wordnet is None:
+            use_wordnet = wordnet_installed()
+        elif use_wordnet and not wordnet_installed():
+            raise ValueError("use_wordnet=True but nltk's WordNet data is not installed (it is never downloaded)")
+        self.use_wordnet = use_wordnet
+        self._stemmer = _CachedStemmer()
+
+    def options(self) -> dict[str, Any]:
+        return {
+            **super().options(),
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "gamma": self.gamma,
+            "wordnet": self.use_wordnet,
+        }
+
+    def _wordnet(self) -> Any:
+        if self.use_wordnet:
+            from nltk.corpus import wordnet
+
+            return wordnet
+        return _NoSynonyms()
+
+    def value(self, response: str, truths: list[str]) -> float:
+        from nltk.translate.meteor_score import meteor_score
+
+        tok = self.tokenizer
+        return float(
+            meteor_score(
+                [tok(t) for t in truths],
+                tok(response),
+                stemmer=self._stemmer,  # type: ignore[arg-type]
+                wordnet=self._wordnet(),
+                alpha=self.alpha,
+                beta=self.beta,
+                gamma=self.gamma,
+            )
+        )
+
+
+# ------------------------------------------------------------------------------------------ ROUGE
+class RougeType(str, Enum):
+    """ROUGE variants (the compatible SDK's names)."""
+
+    ROUGE_1 = "rouge1"
+    ROUGE_2 = "rouge2"
+    ROUGE_3 = "rouge3"
+    ROUGE_4 = "rouge4"
+    ROUGE_5 = "rouge5"
+    ROUGE_L = "rougeL"
+    ROUGE_L_SUM = "rougeLsum"
+
+
+_ROUGE_N = re.compile(r"rouge([1-9])$")
+
+
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence of two token lists.
+
+    Bit-parallel (Allison-Dix / Hyyro): one big-integer step per token of the shorter list, so it
+    is linear in memory and fast on very long texts. The LCS length is unique, so this equals the
+    last cell of rouge-score's dynamic-programming table."""
+    if len(a) > len(b):
+        a, b = b, a
+    if not a:
+        return 0
+    masks: dict[str, int] = {}
+    for i, token in enumerate(b):
+        masks[token] = masks.get(token, 0) | (1 << i)
+    full = (1 << len(b)) - 1
+    v = full
+    for token in a:
+        m = masks.get(token)
+        if m:
+            u = v & m
+            v = ((v + u) | (v - u)) & full
+    return len(b) - v.bit_count() if hasattr(v, "bit_count") else len(b) - bin(v).count("1")
+
+
+def _fmeasure(precision: float, recall: float) -> float:
+    # rouge_score.scoring.fmeasure
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
+def _ngram_counts(tokens: list[str], n: int) -> Counter[tuple[str, ...]]:
+    if n == 1:
+        return Counter((t,) for t in tokens)
+    return Counter(zip(*(tokens[i:] for i in range(n))))
+
+
+@register
+class RougeScoreEvaluator(_OverlapEvaluator):
+    """ROUGE precision, recall and F1 as Google's rouge-score computes them.
+
+    ``rouge_type``: ``rouge1``-``rouge9`` (n-gram overlap), ``rougeL`` (longest common subsequence),
+    ``rougeLsum`` (summary-level LCS over newline-separated sentences). ``use_stemmer`` applies the
+    Porter stemmer to tokens longer than 3 characters, as rouge-score does. With several ground
+    truths, the one with the highest F1 is reported (rouge-score's ``score_multi``).
+
+    Outputs follow the compatible SDK: ``rouge`` / ``rouge_score`` (= F1) with its pass/fail keys and
+    ``rouge_properties``, plus the flat ``rouge_precision``, ``rouge_recall``, ``rouge_f1_score`` and
+    their ``_result`` / ``_threshold``."""
+
+    metric = "rouge"
+    prefix = "rouge"
+    score_key = "rouge"
+    description = "ROUGE precision/recall/F1 (rouge-score): rouge1-5, rougeL, rougeLsum"
+
+    def __init__(
+        self,
+        rouge_type: RougeType | str = RougeType.ROUGE_1,
+        *,
+        precision_threshold: float = 0.5,
+        recall_threshold: float = 0.5,
+        f1_score_threshold: float = 0.5,
+        threshold: float | None = None,
+        use_stemmer: bool = False,
+    ) -> None:
+        f1_threshold = f1_score_threshold if threshold is None else float(threshold)
+        super().__init__(threshold=f1_threshold)
+        name = rouge_type.value if isinstance(rouge_type, Enum) else str(rouge_type)
+        match = _ROUGE_N.match(name)
+        if not match and name not in ("rougeL", "rougeLsum"):
+            raise ValueError(f"unknown rouge_type {name!r}; expected rouge1-rouge9, rougeL or rougeLsum")
+        self.rouge_type = name
+        self._n = int(match.group(1)) if match else 0
+        self.use_stemmer = use_stemmer
+        self.thresholds = {
+            "precision": float(precision_threshold),
+            "recall": float(recall_threshold),
+            "f1_score": float(f1_threshold),
+        }
+
+    def options(self) -> dict[str, Any]:
+        return {
+            **super().options(),
+            "rouge_type": self.rouge_type,
+            "use_stemmer": self.use_stemmer,
+            "thresholds": dict(self.thresholds),
+        }
+
+    @property
+    def _tokenize(self) -> Any:
+        fn = self.__dict__.get("_lazy_tokenize")
+        if fn is None:
+            from rouge_score.tokenizers import DefaultTokenizer
+
+            fn = self.__dict__["_lazy_tokenize"] = DefaultTokenizer(self.use_stemmer).tokenize
+        return fn
+
+    def prf(self, response: str, truth: str) -> tuple[float, float, float]:
+        """(precision, recall, F1) of ``response`` against one ground truth."""
+        tokenize = self._tokenize
+        if self.rouge_type == "rougeLsum":
+            from rouge_score.rouge_scorer import _summary_level_lcs
+
+            targets = [tokenize(s) for s in truth.split("\n") if s]
+            predictions = [tokenize(s) for s in response.split("\n") if s]
+            score = _summary_level_lcs(targets, predictions)
+            return float(score.precision), float(score.recall), float(score.fmeasure)
+        target = tokenize(truth)
+        prediction = tokenize(response)
+        if self._n:
+            t_counts = _ngram_counts(target, self._n)
+            p_counts = _ngram_counts(prediction, self._n)
+            overlap = sum((t_counts & p_counts).values())
+            precision = overlap / max(sum(p_counts.values()), 1)
+            recall = overlap / max(sum(t_counts.values()), 1)
+        else:
+            if not target or not prediction:
+                return 0.0, 0.0, 0.0
+            lcs = lcs_length(target, prediction)
+            precision = lcs / len(prediction)
+            recall = lcs / len(target)
+        return precision, recall, _fmeasure(precision, recall)
+
+    def value(self, response: str, truths: list[str]) -> float:
+        return self.best(response, truths)[2]
+
+    def best(self, response: str, truths: list[str]) -> tuple[float, float, float]:
+        """The scores against the ground truth with the highest F1 (the first one on ties)."""
+        best: tuple[float, float, float] | None = None
+        for truth in truths:
+            scores = self.prf(response, truth)
+            if best is None or scores[2] > best[2]:
+                best = scores
+        assert best is not None
+        return best
+
+    def _score(self, **inputs: Any) -> Outputs:
+        return self._outputs(*self.best(inputs["response"], as_text_list(inputs["ground_truth"])))
+
+    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+        out: list[Outputs] = []
+        for row in rows:
+            try:
+                gt = row["ground_truth"]
+                out.append(self._outputs(*self.best(row["response"], [gt] if isinstance(gt, str) else list(gt))))
+            except Exception as exc:
+                out.append(self.failure(exc))
+        return out
+
+    def _outputs(self, precision: float, recall: float, f1: float) -> Outputs:
+        flat: dict[str, Any] = {"rouge_precision": precision, "rouge_recall": recall, "rouge_f1_score": f1}
+        for name, value in (("precision", precision), ("recall", recall), ("f1_score", f1)):
+            passed = value >= self.thresholds[name]
+            flat[f"rouge_{name}_result"] = "pass" if passed else "fail"
+            flat[f"rouge_{name}_passed"] = passed
+            flat[f"rouge_{name}_threshold"] = self.thresholds[name]
+        return {**self.result(f1, properties=dict(flat)), **flat}

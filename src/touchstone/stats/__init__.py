@@ -1,0 +1,1 @@
+"""Aggregation, bootstrap intervals and other statistics over stored scores."""
