@@ -462,7 +462,7 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
         if m:
             u = v & m
             v = ((v + u) | (v - u)) & full
-    return len(b) - v.bit_count() if hasattr(v, "bit_count") else len(b) - bin(v).count("1")
+    return len(b) - v.bit_count()
 
 
 def _fmeasure(precision: float, recall: float) -> float:

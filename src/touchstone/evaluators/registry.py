@@ -14,6 +14,7 @@ from touchstone.evaluators.base import Evaluator
 _REGISTRY: dict[str, type[Evaluator]] = {}
 _MODULES = [
     "touchstone.evaluators.text",
+    "touchstone.evaluators.overlap",
 ]
 _loaded = False
 
