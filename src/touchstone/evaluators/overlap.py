@@ -63,16 +63,20 @@ class _OverlapEvaluator(Evaluator):
         """The metric for one response against its ground truths."""
         raise NotImplementedError
 
+    def outputs(self, response: str, truths: list[str]) -> Outputs:
+        """The full output dict for one response against its ground truths."""
+        return self.result(self.value(response, truths))
+
     def _score(self, **inputs: Any) -> Outputs:
-        return self.result(self.value(inputs["response"], as_text_list(inputs["ground_truth"])))
+        return self.outputs(inputs["response"], as_text_list(inputs["ground_truth"]))
 
     def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
         out: list[Outputs] = []
-        value, result = self.value, self.result
+        outputs = self.outputs
         for row in rows:
             try:
                 gt = row["ground_truth"]
-                out.append(result(value(row["response"], [gt] if isinstance(gt, str) else list(gt))))
+                out.append(outputs(row["response"], [gt] if isinstance(gt, str) else list(gt)))
             except Exception as exc:  # a failed score is data, recorded with its cause
                 out.append(self.failure(exc))
         return out
@@ -84,9 +88,10 @@ class _OverlapEvaluator(Evaluator):
 
 # --------------------------------------------------------------------------------- sacrebleu family
 class _SacrebleuEvaluator(_OverlapEvaluator):
-    """A sacrebleu metric: per-row statistics give the sentence score; their sum gives the corpus
-    score (``corpus_metrics``). Statistics computed while scoring are remembered until the summary
-    asks for the corpus score, so the corpus figure costs no second pass."""
+    """A sacrebleu metric. Each row's sufficient statistics (sacrebleu's segment statistics) give the
+    sentence score and are kept in ``<m>_properties["sacrebleu_stats"]``, so the corpus score -- the
+    statistics summed over rows -- is recomputed from stored scores without a second pass over the
+    texts (``corpus_metrics``)."""
 
     corpus_key: ClassVar[str] = ""
 
@@ -100,21 +105,10 @@ class _SacrebleuEvaluator(_OverlapEvaluator):
             metric = self.__dict__["_lazy_metric"] = self._make_metric()
         return metric
 
-    @property
-    def _stats_cache(self) -> dict[tuple[str, tuple[str, ...]], list[int]]:
-        cache = self.__dict__.get("_lazy_stats")
-        if cache is None:
-            cache = self.__dict__["_lazy_stats"] = {}
-        return cache  # type: ignore[no-any-return]
-
     def statistics(self, response: str, truths: list[str]) -> list[int]:
         """sacrebleu's sufficient statistics of one segment (against all its references)."""
-        key = (response, tuple(truths))
-        stats = self._stats_cache.get(key)
-        if stats is None:
-            stats = self._metric._extract_corpus_statistics([response], [[t] for t in truths])[0]
-            self._stats_cache[key] = stats
-        return stats
+        stats = self._metric._extract_corpus_statistics([response], [[t] for t in truths])[0]
+        return [int(x) for x in stats]
 
     def sentence_value(self, stats: list[int]) -> float:
         return float(self._metric._compute_score_from_stats(list(stats)).score) / 100.0
@@ -122,23 +116,32 @@ class _SacrebleuEvaluator(_OverlapEvaluator):
     def value(self, response: str, truths: list[str]) -> float:
         return self.sentence_value(self.statistics(response, truths))
 
+    def outputs(self, response: str, truths: list[str]) -> Outputs:
+        stats = self.statistics(response, truths)
+        return self.result(self.sentence_value(stats), properties={"sacrebleu_stats": stats})
+
     def corpus_value(self, stats: list[list[int]]) -> float:
         raise NotImplementedError
 
-    def corpus_metrics(self, inputs: Sequence[Mapping[str, Any]], outputs: Sequence[Outputs]) -> dict[str, float]:
-        rows = [
-            self.statistics(row["response"], as_text_list(row["ground_truth"]))
-            for row, out in zip(inputs, outputs)
-            if self.error_key not in out
-        ]
-        self._stats_cache.clear()
+    def corpus_metrics(
+        self, inputs: Sequence[Mapping[str, Any]], outputs: Sequence[Outputs]
+    ) -> dict[str, float]:
+        rows: list[list[int]] = []
+        for row, out in zip(inputs, outputs, strict=True):
+            if self.error_key in out:
+                continue
+            props = out.get(f"{self.prefix}_properties")
+            stats = props.get("sacrebleu_stats") if isinstance(props, Mapping) else None
+            if stats is None:  # stored by another version, or built by hand: recompute
+                stats = self.statistics(row["response"], as_text_list(row["ground_truth"]))
+            rows.append(list(stats))
         if not rows:
             return {}
         return {self.corpus_key: self.corpus_value(rows)}
 
 
 def _sum_stats(stats: list[list[int]]) -> list[int]:
-    return [sum(column) for column in zip(*stats)]
+    return [sum(column) for column in zip(*stats, strict=True)]
 
 
 @register
@@ -151,7 +154,7 @@ class BleuScoreEvaluator(_SacrebleuEvaluator):
     prefix = "bleu"
     score_key = "bleu"
     corpus_key = "corpus_bleu"
-    description = "sentence BLEU (sacrebleu: 13a, exp smoothing, effective order) / 100; corpus BLEU in the summary"
+    description = "sentence BLEU (sacrebleu: 13a, exp smoothing, effective order) / 100, and corpus BLEU"
 
     def __init__(self, *, threshold: float = 0.5, tokenize: str = "13a", lowercase: bool = False) -> None:
         super().__init__(threshold=threshold)
@@ -389,7 +392,7 @@ class MeteorScoreEvaluator(_WordEvaluator):
         if use_wordnet is None:
             use_wordnet = wordnet_installed()
         elif use_wordnet and not wordnet_installed():
-            raise ValueError("use_wordnet=True but nltk's WordNet data is not installed (it is never downloaded)")
+            raise ValueError("use_wordnet=True, but nltk's WordNet data is not installed (never downloaded)")
         self.use_wordnet = use_wordnet
         self._stemmer = _CachedStemmer()
 
@@ -417,7 +420,7 @@ class MeteorScoreEvaluator(_WordEvaluator):
             meteor_score(
                 [tok(t) for t in truths],
                 tok(response),
-                stemmer=self._stemmer,  # type: ignore[arg-type]
+                stemmer=self._stemmer,
                 wordnet=self._wordnet(),
                 alpha=self.alpha,
                 beta=self.beta,
@@ -473,7 +476,7 @@ def _fmeasure(precision: float, recall: float) -> float:
 def _ngram_counts(tokens: list[str], n: int) -> Counter[tuple[str, ...]]:
     if n == 1:
         return Counter((t,) for t in tokens)
-    return Counter(zip(*(tokens[i:] for i in range(n))))
+    return Counter(zip(*(tokens[i:] for i in range(n)), strict=False))
 
 
 @register
@@ -575,18 +578,8 @@ class RougeScoreEvaluator(_OverlapEvaluator):
         assert best is not None
         return best
 
-    def _score(self, **inputs: Any) -> Outputs:
-        return self._outputs(*self.best(inputs["response"], as_text_list(inputs["ground_truth"])))
-
-    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
-        out: list[Outputs] = []
-        for row in rows:
-            try:
-                gt = row["ground_truth"]
-                out.append(self._outputs(*self.best(row["response"], [gt] if isinstance(gt, str) else list(gt))))
-            except Exception as exc:
-                out.append(self.failure(exc))
-        return out
+    def outputs(self, response: str, truths: list[str]) -> Outputs:
+        return self._outputs(*self.best(response, truths))
 
     def _outputs(self, precision: float, recall: float, f1: float) -> Outputs:
         flat: dict[str, Any] = {"rouge_precision": precision, "rouge_recall": recall, "rouge_f1_score": f1}
