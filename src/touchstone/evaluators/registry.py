@@ -15,6 +15,7 @@ _REGISTRY: dict[str, type[Evaluator]] = {}
 _MODULES = [
     "touchstone.evaluators.text",
     "touchstone.evaluators.overlap",
+    "touchstone.evaluators.ranking",
 ]
 _loaded = False
 

@@ -1,0 +1,380 @@
+"""Retrieval ranking metrics (SPEC 3.4).
+
+Two evaluators, both on the inputs ``retrieved_documents`` (ids best first, or objects with a
+``relevance_score``, sorted by it descending, ties keeping their original order) and
+``retrieval_ground_truth`` (relevant ids, or objects with an integer ``query_relevance_label``):
+
+* :class:`RankingEvaluator` (``ranking``): ``precision_at_k``, ``recall_at_k``, ``hit_rate_at_k``,
+  ``ndcg_at_k`` for each requested ``k``, plus ``mrr`` and ``map`` over the whole list. Computed for a
+  whole batch at once with numpy; values equal pytrec_eval's (``P_k``, ``recall_k``, ``ndcg_cut_k``
+  with linear gain, ``recip_rank``, ``map``) and ranx's (``ndcg`` linear, ``ndcg_burges`` exponential).
+* :class:`DocumentRetrievalEvaluator` (``document_retrieval``): the compatible SDK's family --
+  ``ndcg@3``, ``xdcg@3``, ``fidelity``, ``top1_relevance``, ``top3_max_relevance``, ``holes``,
+  ``holes_ratio`` -- with its thresholds.
+
+Conventions of :class:`RankingEvaluator` (all defined, none NaN):
+
+* A document is relevant when its label is at least ``relevance_threshold`` (default 1, must be > 0);
+  a retrieved document without a label is not relevant (label 0). With graded labels, the gain of
+  a relevant document is ``2**label - 1`` (``gain="exponential"``, default) or ``label``
+  (``gain="linear"``, trec_eval's); documents under the threshold have gain 0, as ranx's relevance
+  level. The discount is ``log2(rank + 1)``; the ideal ordering sorts all labelled documents.
+* A document retrieved twice counts once, at its first rank.
+* ``precision_at_k`` divides by ``k`` even when fewer than ``k`` documents were retrieved (trec_eval,
+  ranx); ``k`` larger than the list is allowed.
+* No relevant document in the labels: every metric is 0. An empty retrieved list: every metric is 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from touchstone.data.kinds import ranked_ids, relevance_labels
+from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
+from touchstone.evaluators.registry import register
+
+_RANKING_INPUTS = (
+    InputSpec(
+        "retrieval_ground_truth",
+        "relevance_labels",
+        description="relevant document ids, or {document_id, query_relevance_label} objects",
+    ),
+    InputSpec(
+        "retrieved_documents",
+        "ranked_documents",
+        description="retrieved document ids best first, or {document_id, relevance_score} objects",
+    ),
+)
+
+GAINS = ("exponential", "linear")
+
+
+def dedupe(ids: Sequence[str]) -> list[str]:
+    """Ids in order, each kept at its first occurrence."""
+    return list(dict.fromkeys(ids))
+
+
+@register
+class RankingEvaluator(Evaluator):
+    """precision@k, recall@k, hit rate@k, nDCG@k (several k at once), MRR and MAP of a ranked list.
+
+    Options: ``k`` (an int or a list of ints, default ``(1, 3, 5, 10)``), ``gain``
+    (``"exponential"`` -- ``2**label - 1``, the default -- or ``"linear"``), ``relevance_threshold``
+    (the smallest label that counts as relevant, default 1). ``threshold`` (optional) gives
+    pass/fail on the first ``ndcg_at_k``."""
+
+    metric = "ranking"
+    prefix = "ranking"
+    score_key = "ndcg_at_10"
+    inputs = _RANKING_INPUTS
+    description = "precision@k, recall@k, hit rate@k, nDCG@k, MRR, MAP of the retrieved ranking"
+    value_range = "0-1"
+    default_threshold: ClassVar[float | None] = None
+
+    def __init__(
+        self,
+        *,
+        k: int | Sequence[int] = (1, 3, 5, 10),
+        gain: str = "exponential",
+        relevance_threshold: float = 1,
+        threshold: float | None = None,
+    ) -> None:
+        super().__init__(threshold=threshold)
+        ks = [k] if isinstance(k, int) else list(k)
+        if not ks or any(not isinstance(x, int) or isinstance(x, bool) or x < 1 for x in ks):
+            raise ValueError(f"k must be a positive integer or a list of them, got {k!r}")
+        if gain not in GAINS:
+            raise ValueError(f"gain must be one of {', '.join(GAINS)}, got {gain!r}")
+        if not relevance_threshold > 0:
+            raise ValueError(f"relevance_threshold must be > 0, got {relevance_threshold!r}")
+        self.ks = sorted(dict.fromkeys(ks))
+        self.gain = gain
+        self.relevance_threshold = float(relevance_threshold)
+        self.score_key = f"ndcg_at_{ks[0]}"  # type: ignore[misc]
+
+    def options(self) -> dict[str, Any]:
+        return {
+            **super().options(),
+            "k": list(self.ks),
+            "gain": self.gain,
+            "relevance_threshold": self.relevance_threshold,
+        }
+
+    def output_keys(self) -> list[str]:
+        keys = []
+        for k in self.ks:
+            keys += [f"precision_at_{k}", f"recall_at_{k}", f"hit_rate_at_{k}", f"ndcg_at_{k}"]
+        return [*keys, "mrr", "map"]
+
+    # ------------------------------------------------------------------ scoring
+    def _score(self, **inputs: Any) -> Outputs:
+        return self.score_batch([inputs])[0]
+
+    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+        prepared: list[tuple[list[int], list[int]] | None] = []
+        errors: dict[int, BaseException] = {}
+        for i, row in enumerate(rows):
+            try:
+                prepared.append(self._prepare(row))
+            except Exception as exc:  # a failed score is data, recorded with its cause
+                errors[i] = exc
+                prepared.append(None)
+        good = [p for p in prepared if p is not None]
+        columns = self.compute([p[0] for p in good], [p[1] for p in good]) if good else {}
+        out: list[Outputs] = []
+        j = 0
+        for i, p in enumerate(prepared):
+            if p is None:
+                out.append(self.failure(errors[i]))
+                continue
+            values = {key: float(col[j]) for key, col in columns.items()}
+            j += 1
+            out.append(self._outputs(values))
+        return out
+
+    def _outputs(self, values: dict[str, float]) -> Outputs:
+        if self.threshold is None:
+            return values
+        main = values[self.score_key]
+        return {**values, **{k: v for k, v in self.result(main).items() if k != self.score_key}}
+
+    @staticmethod
+    def _prepare(row: Mapping[str, Any]) -> tuple[list[int], list[int]]:
+        """(labels of the retrieved documents in rank order, all labels of the ground truth)."""
+        labels = relevance_labels(row["retrieval_ground_truth"])
+        ids = dedupe(ranked_ids(row["retrieved_documents"]))
+        get = labels.get
+        return [get(d, 0) for d in ids], list(labels.values())
+
+    def compute(
+        self, retrieved: Sequence[Sequence[int]], truth: Sequence[Sequence[int]]
+    ) -> dict[str, np.ndarray]:
+        """All metrics for many queries at once: ``retrieved[q]`` holds the labels of query ``q``'s
+        retrieved documents in rank order (0 when unlabelled), ``truth[q]`` all its labels."""
+        n = len(retrieved)
+        t = self.relevance_threshold
+        kmax = max(self.ks)
+        ret = _padded(retrieved)  # n x W, pad 0 (never relevant: t > 0)
+        width = ret.shape[1]
+        rel = ret >= t
+        hits = np.cumsum(rel, axis=1, dtype=np.int64)
+        n_rel = _count_at_least(truth, t)
+        safe_n_rel = np.maximum(n_rel, 1)
+
+        gains = self._gain(np.where(rel, ret, 0))
+        ideal = _padded([sorted(labels, reverse=True)[:kmax] for labels in truth], min_width=kmax)
+        ideal_gains = self._gain(np.where(ideal >= t, ideal, 0))
+        discount = 1.0 / np.log2(np.arange(2, max(width, kmax) + 2, dtype=np.float64))
+        dcg = np.cumsum(gains * discount[:width], axis=1) if width else np.zeros((n, 0))
+        idcg = np.cumsum(ideal_gains[:, :kmax] * discount[:kmax], axis=1)
+
+        out: dict[str, np.ndarray] = {}
+        for k in self.ks:
+            hk = hits[:, min(k, width) - 1] if width else np.zeros(n, dtype=np.int64)
+            out[f"precision_at_{k}"] = hk / k
+            out[f"recall_at_{k}"] = np.where(n_rel > 0, hk / safe_n_rel, 0.0)
+            out[f"hit_rate_at_{k}"] = (hk > 0).astype(np.float64)
+            dk = dcg[:, min(k, width) - 1] if width else np.zeros(n)
+            ik = idcg[:, k - 1]
+            out[f"ndcg_at_{k}"] = np.where(ik > 0, dk / np.where(ik > 0, ik, 1.0), 0.0)
+        if width:
+            any_rel = rel.any(axis=1)
+            first = np.argmax(rel, axis=1)
+            out["mrr"] = np.where(any_rel, 1.0 / (first + 1), 0.0)
+            precision_at_rank = hits / np.arange(1, width + 1)
+            out["map"] = np.where(n_rel > 0, (precision_at_rank * rel).sum(axis=1) / safe_n_rel, 0.0)
+        else:
+            out["mrr"] = np.zeros(n)
+            out["map"] = np.zeros(n)
+        return {key: out[key] for key in self.output_keys()}
+
+    def _gain(self, labels: np.ndarray) -> np.ndarray:
+        labels = labels.astype(np.float64)
+        if self.gain == "linear":
+            return labels
+        return np.exp2(labels) - 1.0
+
+
+def _padded(lists: Sequence[Sequence[int]], min_width: int = 0) -> np.ndarray:
+    """Ragged lists of ints as an n x width int64 matrix padded with 0, built without a per-row numpy
+    call (one flat array and one scatter)."""
+    n = len(lists)
+    lengths = np.fromiter((len(x) for x in lists), dtype=np.int64, count=n)
+    width = max(int(lengths.max()) if n else 0, min_width)
+    out = np.zeros((n, width), dtype=np.int64)
+    total = int(lengths.sum())
+    if total:
+        flat = np.fromiter((v for x in lists for v in x), dtype=np.int64, count=total)
+        row = np.repeat(np.arange(n), lengths)
+        starts = np.cumsum(lengths) - lengths
+        col = np.arange(total) - np.repeat(starts, lengths)
+        out[row, col] = flat
+    return out
+
+
+def _count_at_least(lists: Sequence[Sequence[int]], t: float) -> np.ndarray:
+    return np.fromiter((sum(1 for v in x if v >= t) for x in lists), dtype=np.int64, count=len(lists))
+
+
+# ------------------------------------------------------------------------------- document retrieval
+_HIGHER = ("ndcg@3", "xdcg@3", "fidelity", "top1_relevance", "top3_max_relevance")
+_COUNTS = ("total_retrieved_documents", "total_ground_truth_documents")
+_LOWER = ("holes", "holes_ratio")
+
+
+@register
+class DocumentRetrievalEvaluator(Evaluator):
+    """The compatible SDK's document-retrieval metrics, with its thresholds and output keys.
+
+    For graded labels in ``[ground_truth_label_min, ground_truth_label_max]`` and the retrieved
+    documents sorted by ``relevance_score`` (descending, stable):
+
+    * ``ndcg@3``: sum of ``(2**label - 1) / log2(rank + 1)`` over the top 3, over the same for the top
+      3 of all ground-truth labels sorted descending (0 when that ideal is 0);
+    * ``xdcg@3``: ``25 * label * 0.6**(rank - 1)`` summed over the top 3, over ``sum 0.6**(rank - 1)``
+      for ranks 1-3 (scale 0-100 for labels 0-4);
+    * ``fidelity``: over all retrieved documents, the sum of weights ``2**(label + 1) - 1`` of labels
+      above ``ground_truth_label_min``, over the same sum for all ground-truth labels (0 when that is
+      0; the SDK gives NaN there, and orders labels 10 and above as strings -- here they are numbers);
+    * ``top1_relevance``: label of the first document; ``top3_max_relevance``: best label in the top 3;
+    * ``holes``: retrieved documents without a label; ``holes_ratio``: holes / retrieved documents;
+    * ``total_retrieved_documents``, ``total_ground_truth_documents``: list lengths.
+
+    Unlabelled documents count as label 0. When no retrieved document has a non-zero label, the five
+    relevance metrics are 0 (as the SDK). The main score ``document_retrieval`` is ``ndcg@3``.
+    Each metric has ``_result``, ``_passed``, ``_threshold`` and ``_higher_is_better`` keys, flat and
+    in ``document_retrieval_properties`` (the current SDK's shape)."""
+
+    metric = "document_retrieval"
+    prefix = "document_retrieval"
+    score_key = "document_retrieval"
+    inputs = _RANKING_INPUTS
+    description = "ndcg@3, xdcg@3, fidelity, top-k relevance and holes of the retrieved documents"
+    value_range = "0-1 (ndcg, fidelity), 0-100 (xdcg), labels, counts"
+    default_threshold: ClassVar[float | None] = 0.5
+    k: ClassVar[int] = 3
+    xdcg_discount_factor: ClassVar[float] = 0.6
+
+    def __init__(
+        self,
+        *,
+        ground_truth_label_min: int = 0,
+        ground_truth_label_max: int = 4,
+        ndcg_threshold: float | None = 0.5,
+        xdcg_threshold: float | None = 50.0,
+        fidelity_threshold: float | None = 0.5,
+        top1_relevance_threshold: float | None = 50.0,
+        top3_max_relevance_threshold: float | None = 50.0,
+        total_retrieved_documents_threshold: int | None = 50,
+        total_ground_truth_documents_threshold: int | None = 50,
+        threshold: float | None = None,
+    ) -> None:
+        ndcg = threshold if threshold is not None else ndcg_threshold
+        super().__init__(threshold=0.5 if ndcg is None else ndcg)
+        for name, value in (
+            ("ground_truth_label_min", ground_truth_label_min),
+            ("ground_truth_label_max", ground_truth_label_max),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
+        if ground_truth_label_min >= ground_truth_label_max:
+            raise ValueError("ground_truth_label_max must be greater than ground_truth_label_min")
+        self.ground_truth_label_min = ground_truth_label_min
+        self.ground_truth_label_max = ground_truth_label_max
+        self.thresholds: dict[str, float | None] = {
+            "ndcg@3": ndcg,
+            "xdcg@3": xdcg_threshold,
+            "fidelity": fidelity_threshold,
+            "top1_relevance": top1_relevance_threshold,
+            "top3_max_relevance": top3_max_relevance_threshold,
+            "total_retrieved_documents": total_retrieved_documents_threshold,
+            "total_ground_truth_documents": total_ground_truth_documents_threshold,
+            "holes": 0,
+            "holes_ratio": 0,
+        }
+
+    def options(self) -> dict[str, Any]:
+        return {
+            **super().options(),
+            "ground_truth_label_min": self.ground_truth_label_min,
+            "ground_truth_label_max": self.ground_truth_label_max,
+            "thresholds": dict(self.thresholds),
+        }
+
+    # ------------------------------------------------------------------ definitions
+    def _labels(self, value: list[Any]) -> dict[str, int]:
+        labels = relevance_labels(value)
+        for doc_id, label in labels.items():
+            if not self.ground_truth_label_min <= label <= self.ground_truth_label_max:
+                raise ValueError(
+                    f"document {doc_id!r} has query_relevance_label {label}, outside "
+                    f"[{self.ground_truth_label_min}, {self.ground_truth_label_max}] "
+                    "(set ground_truth_label_min / ground_truth_label_max)"
+                )
+        return labels
+
+    @staticmethod
+    def _ranking(value: list[Any]) -> list[str]:
+        """Retrieved ids best first, each once. Objects: one entry per id (its last score, at its
+        first position, as a dict keeps them), sorted by score descending, ties in list order."""
+        if value and all(isinstance(v, Mapping) and v.get("relevance_score") is not None for v in value):
+            scores: dict[str, float] = {}
+            for v in value:
+                scores[str(v["document_id"])] = float(v["relevance_score"])
+            return [d for d, _ in sorted(scores.items(), key=lambda item: -item[1])]
+        return dedupe(ranked_ids(value))
+
+    def _dcg(self, labels: Sequence[int]) -> float:
+        return sum((2.0**label - 1) / math.log2(rank + 2) for rank, label in enumerate(labels[: self.k]))
+
+    def _fidelity_weight(self, labels: Sequence[int]) -> float:
+        lowest = self.ground_truth_label_min + 1
+        return float(sum(2 ** (label + 1) - 1 for label in labels if label >= lowest))
+
+    def metrics(self, retrieval_ground_truth: list[Any], retrieved_documents: list[Any]) -> dict[str, float]:
+        """The metric values of one query (no pass/fail keys)."""
+        labels = self._labels(retrieval_ground_truth)
+        ranking = self._ranking(retrieved_documents)
+        n_retrieved = len(retrieved_documents)
+        out: dict[str, float] = {name: 0.0 for name in _HIGHER}
+        out["holes"] = 0
+        out["holes_ratio"] = 0
+        if ranking:
+            got = [labels.get(d, 0) for d in ranking]
+            holes = sum(1 for d in ranking if d not in labels)
+            out["holes"] = holes
+            out["holes_ratio"] = holes / n_retrieved
+            if any(got):
+                ideal = sorted(labels.values(), reverse=True)
+                idcg = self._dcg(ideal)
+                out["ndcg@3"] = self._dcg(got) / idcg if idcg > 0 else 0.0
+                f = self.xdcg_discount_factor
+                out["xdcg@3"] = sum(25 * label * f**rank for rank, label in enumerate(got[: self.k])) / sum(
+                    f**rank for rank in range(self.k)
+                )
+                ideal_weight = self._fidelity_weight(ideal)
+                out["fidelity"] = self._fidelity_weight(got) / ideal_weight if ideal_weight > 0 else 0.0
+                out["top1_relevance"] = got[0]
+                out["top3_max_relevance"] = max(got[: self.k])
+        out["total_retrieved_documents"] = n_retrieved
+        out["total_ground_truth_documents"] = len(retrieval_ground_truth)
+        return out
+
+    def _score(self, **inputs: Any) -> Outputs:
+        values = self.metrics(inputs["retrieval_ground_truth"], inputs["retrieved_documents"])
+        flat: dict[str, Any] = dict(values)
+        for name, value in values.items():
+            limit = self.thresholds[name]
+            if limit is None:
+                continue
+            higher = name not in _LOWER
+            passed = value >= limit if higher else value <= limit
+            flat[f"{name}_result"] = "pass" if passed else "fail"
+            flat[f"{name}_passed"] = passed
+            flat[f"{name}_threshold"] = limit
+            flat[f"{name}_higher_is_better"] = higher
+        return {**self.result(float(values["ndcg@3"]), properties=dict(flat)), **flat}
