@@ -16,6 +16,7 @@ _MODULES = [
     "touchstone.evaluators.text",
     "touchstone.evaluators.overlap",
     "touchstone.evaluators.ranking",
+    "touchstone.evaluators.semantic",
 ]
 _loaded = False
 

@@ -1,0 +1,51 @@
+"""Optional heavy dependencies (the ``touchstone[local]`` extra): checked early, imported late.
+
+torch, transformers, sentence-transformers and bert-score are never imported at module level. An
+evaluator that needs them calls :func:`check_local` when it is built (cheap: it only looks the
+modules up) so a missing one is reported before any work starts, as one line saying what to install,
+and :func:`import_local` when it first scores.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+
+from touchstone.errors import ConfigurationError
+
+INSTALL_HINT = "pip install 'touchstone[local]'"
+
+_DISTRIBUTIONS = {
+    "torch": "torch",
+    "transformers": "transformers",
+    "sentence_transformers": "sentence-transformers",
+    "bert_score": "bert-score",
+}
+
+
+class MissingDependencyError(ConfigurationError):
+    """An optional dependency of a local-model metric is not installed."""
+
+
+def _message(feature: str, missing: list[str]) -> str:
+    names = ", ".join(_DISTRIBUTIONS.get(m, m) for m in missing)
+    verb = "is" if len(missing) == 1 else "are"
+    return f"{feature} needs {names}, which {verb} not installed: {INSTALL_HINT}"
+
+
+def check_local(feature: str, *modules: str) -> None:
+    """Raise :class:`MissingDependencyError` (one line with the install command) when any of
+    ``modules`` cannot be found. Nothing is imported."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise MissingDependencyError(_message(feature, missing))
+
+
+def import_local(feature: str, module: str) -> ModuleType:
+    """Import ``module`` or raise :class:`MissingDependencyError` with the install command."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        top = (exc.name or module).split(".")[0]
+        raise MissingDependencyError(_message(feature, [top])) from None
