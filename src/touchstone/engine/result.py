@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,11 @@ class EvaluationResult(dict[str, Any]):
 
     @property
     def rows(self) -> list[dict[str, Any]]:
-        return self["rows"]  # type: ignore[no-any-return]
+        return self["rows"]  # type: ignore[no-any-return,unused-ignore]
 
     @property
     def metrics(self) -> dict[str, float]:
-        return self["metrics"]  # type: ignore[no-any-return]
+        return self["metrics"]  # type: ignore[no-any-return,unused-ignore]
 
     @property
     def n_failed(self) -> int:
@@ -44,7 +45,7 @@ class EvaluationResult(dict[str, Any]):
     def summary_document(self) -> dict[str, Any]:
         return {"metrics": self.metrics, "summary": self.summary, "run": self.run}
 
-    def write(self, output_path: str | Path) -> None:
+    def write(self, output_path: str | os.PathLike[str]) -> None:
         """A ``.json`` path gets the SDK's single JSON file; any other path is a directory that gets
         ``rows.jsonl`` (exactly ``result["rows"]``) and ``summary.json``."""
         path = Path(output_path)

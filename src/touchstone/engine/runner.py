@@ -13,6 +13,7 @@ import inspect
 import multiprocessing
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import AsyncExitStack
@@ -32,6 +33,8 @@ from touchstone.store.sqlite import RunStore, StoredRow
 
 ProgressCallback = Callable[[int, int], None]
 BATCH_ROWS = 2000
+MIN_CHUNK = 8
+CHUNK_SECONDS = 0.25
 PARALLEL_MIN_ROWS = 20_000
 
 
@@ -276,27 +279,44 @@ class _Runner:
         self, name: str, ev: Evaluator, indices: list[int], pool: Executor | None, workers: int
     ) -> None:
         loop = asyncio.get_running_loop()
-        chunks = [indices[s : s + BATCH_ROWS] for s in range(0, len(indices), BATCH_ROWS)]
-        in_flight = asyncio.Semaphore(max(1, workers) * 2)
 
         async def one(chunk: list[int]) -> None:
-            async with in_flight:
-                prepared = [(i, self.inputs_for(name, i)) for i in chunk]
-                good = [(i, inp) for i, inp in prepared if isinstance(inp, dict)]
-                rows = [inp for _, inp in good]
-                if pool is not None:
-                    outs = await loop.run_in_executor(pool, _score_batch, ev, rows)
-                else:
-                    outs = await asyncio.to_thread(ev.score_batch, rows)
-                by_idx = {i: out for (i, _), out in zip(good, outs, strict=True)}
-                records = []
-                for i, inp in prepared:
-                    out = by_idx[i] if isinstance(inp, dict) else ev.failure(str(inp))
-                    records.append((i, out, is_failed(out), None))
-                self.store.put_scores(self.ctx.run_id, name, records)
-                self._tick(len(chunk))
+            prepared = [(i, self.inputs_for(name, i)) for i in chunk]
+            good = [(i, inp) for i, inp in prepared if isinstance(inp, dict)]
+            rows = [inp for _, inp in good]
+            if pool is not None:
+                outs = await loop.run_in_executor(pool, _score_batch, ev, rows)
+            else:
+                outs = await asyncio.to_thread(ev.score_batch, rows)
+            by_idx = {i: out for (i, _), out in zip(good, outs, strict=True)}
+            records = []
+            for i, inp in prepared:
+                out = by_idx[i] if isinstance(inp, dict) else ev.failure(str(inp))
+                records.append((i, out, is_failed(out), None))
+            self.store.put_scores(self.ctx.run_id, name, records)
+            self._tick(len(chunk))
 
-        await asyncio.gather(*(one(c) for c in chunks))
+        if pool is not None:  # large input: fixed chunks, a few in flight per worker process
+            in_flight = asyncio.Semaphore(max(1, workers) * 2)
+
+            async def limited(chunk: list[int]) -> None:
+                async with in_flight:
+                    await one(chunk)
+
+            chunks = [indices[s : s + BATCH_ROWS] for s in range(0, len(indices), BATCH_ROWS)]
+            await asyncio.gather(*(limited(c) for c in chunks))
+            return
+        # In process: chunks sized to take about CHUNK_SECONDS each, so a slow metric (a user's
+        # function) still stores its scores every fraction of a second, and a fast one pays little
+        # per-chunk overhead.
+        size, pos = MIN_CHUNK, 0
+        while pos < len(indices):
+            chunk = indices[pos : pos + size]
+            started = time.perf_counter()
+            await one(chunk)
+            elapsed = max(time.perf_counter() - started, 1e-6)
+            pos += len(chunk)
+            size = int(min(BATCH_ROWS, max(MIN_CHUNK, len(chunk) * CHUNK_SECONDS / elapsed)))
 
     # ------------------------------------------------------------------ I/O-bound evaluators
     async def _run_async(self, evs: dict[str, Evaluator], todo: dict[str, list[int]]) -> None:

@@ -214,7 +214,7 @@ class FunctionEvaluator(Evaluator):
     def __init__(self, fn: Callable[..., Any], name: str | None = None) -> None:
         super().__init__()
         self.fn = fn
-        self.name = name or getattr(fn, "__name__", "function")
+        self.name: str = name or str(getattr(fn, "__name__", "function"))
         target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)  # noqa: B004
         params = inspect.signature(target).parameters
         specs = []

@@ -63,7 +63,7 @@ def create(name: str, **options: Any) -> Evaluator:
     cls = get(name)
     factory = getattr(cls, "from_options", None)
     if factory is not None:
-        return factory(**options)  # type: ignore[no-any-return]
+        return factory(**options)  # type: ignore[no-any-return,unused-ignore]
     import inspect
 
     params = inspect.signature(cls.__init__).parameters
