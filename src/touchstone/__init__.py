@@ -17,9 +17,11 @@ from touchstone.errors import (
 from touchstone.evaluators.base import Evaluator, FunctionEvaluator, InputSpec
 from touchstone.evaluators.registry import available as available_metrics
 from touchstone.evaluators.text import ExactMatchEvaluator, F1ScoreEvaluator
+from touchstone.judges.config import AzureOpenAIModelConfiguration, OpenAIModelConfiguration
 from touchstone.store.sqlite import RunStore
 
 __all__ = [
+    "AzureOpenAIModelConfiguration",
     "ConfigurationError",
     "EvaluationFailedError",
     "EvaluationResult",
@@ -29,6 +31,7 @@ __all__ = [
     "FunctionEvaluator",
     "InputSpec",
     "InputValidationError",
+    "OpenAIModelConfiguration",
     "Problem",
     "RunAbortedError",
     "RunStore",

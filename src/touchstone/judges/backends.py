@@ -1,0 +1,296 @@
+"""Transport to a judge provider: send one request, return its JSON, or raise a classified failure.
+
+:class:`OpenAIBackend` uses the official ``openai`` package's async clients (``AsyncOpenAI`` for the
+OpenAI API and every OpenAI-compatible server, ``AsyncAzureOpenAI`` for Azure OpenAI) with their own
+retries off: retries, backoff, rate limits and caching are the session's job. Other providers plug
+in through :mod:`touchstone.judges.adapters` with the same small interface (:class:`Backend`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from touchstone.errors import ConfigurationError
+from touchstone.judges.config import (
+    OPENAI_DEFAULT_BASE_URL,
+    AzureOpenAIModelConfiguration,
+    JudgeSettings,
+    ModelConfiguration,
+    OpenAIModelConfiguration,
+)
+from touchstone.judges.errors import redact
+from touchstone.judges.limiter import AdaptiveLimiter, TokenBucket
+
+AZURE_SCOPE = "https://cognitiveservices.azure.com/.default"
+
+# Kinds of failure, and what the session does with them
+RATE_LIMIT = "rate_limit"  # 429: back off, halve concurrency, retry
+QUOTA = "quota"  # 429 insufficient_quota: stop the run
+TRANSIENT = "transient"  # 5xx, timeout, dropped connection, malformed body: retry with backoff
+UNSUPPORTED = "unsupported"  # 400 naming an optional parameter: send again without it
+ROW = "row"  # 400 about this request's content (content filter, context too long): fail this row
+FATAL = "fatal"  # 400/401/403/404...: every call would fail the same way: stop the run
+
+
+@dataclass
+class Failure(Exception):
+    """A classified failed request."""
+
+    kind: str
+    message: str
+    status: int | None = None
+    retry_after: float | None = None
+    param: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass
+class Response:
+    """A successful reply: its decoded JSON body and the rate-limit hints in its headers."""
+
+    data: dict[str, Any]
+    pause: float | None = None
+
+
+class Backend(Protocol):
+    """What the session needs from a provider."""
+
+    limiter: AdaptiveLimiter
+    rpm: TokenBucket | None
+    tpm: TokenBucket | None
+    unsupported: set[str]
+    host: str
+
+    async def chat(self, body: dict[str, Any], timeout: float) -> Response: ...
+
+    async def embed(self, model: str, texts: list[str], timeout: float) -> Response: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass
+class BackendBase:
+    """Limits shared by every request to one endpoint and key."""
+
+    settings: JudgeSettings
+    host: str = ""
+    limiter: AdaptiveLimiter = field(init=False)
+    rpm: TokenBucket | None = field(init=False, default=None)
+    tpm: TokenBucket | None = field(init=False, default=None)
+    unsupported: set[str] = field(init=False, default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.limiter = AdaptiveLimiter(self.settings.concurrency, adaptive=self.settings.adaptive)
+        self.rpm = TokenBucket(self.settings.rpm) if self.settings.rpm else None
+        self.tpm = TokenBucket(self.settings.tpm) if self.settings.tpm else None
+
+
+# --------------------------------------------------------------------------- headers
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float | None:
+    """``x-ratelimit-reset-*`` values such as ``1s``, ``6m0s``, ``20ms``, ``1.5`` -> seconds."""
+    text = text.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    total, found = 0.0, False
+    for number, unit in _DURATION.findall(text):
+        found = True
+        total += float(number) * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[unit]
+    return total if found else None
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """How long the server asks us to wait: ``retry-after-ms``, ``retry-after`` (seconds or an HTTP
+    date), else the longest ``x-ratelimit-reset-requests`` / ``x-ratelimit-reset-tokens``."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value:
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            try:
+                return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+            except (TypeError, ValueError):
+                pass
+    resets = [parse_duration(headers.get(h) or "") for h in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")]
+    known = [r for r in resets if r is not None]
+    return max(known) if known else None
+
+
+def exhausted_pause(headers: Any) -> float | None:
+    """On a successful reply: when the server says no requests or tokens remain in this window, the
+    time until it resets (new requests wait for it)."""
+    pauses = []
+    for kind in ("requests", "tokens"):
+        remaining = headers.get(f"x-ratelimit-remaining-{kind}")
+        if remaining is not None and remaining.strip() in ("0", "0.0"):
+            reset = parse_duration(headers.get(f"x-ratelimit-reset-{kind}") or "")
+            if reset:
+                pauses.append(reset)
+    return max(pauses) if pauses else None
+
+
+# --------------------------------------------------------------------------- classification
+_ROW_CODES = {"content_filter", "context_length_exceeded", "string_above_max_length", "invalid_prompt"}
+_OPTIONAL_PARAMS = (
+    "response_format",
+    "top_logprobs",
+    "logprobs",
+    "seed",
+    "temperature",
+    "top_p",
+    "max_completion_tokens",
+    "max_tokens",
+)
+_STATUS_CAUSE = {
+    400: "the request was rejected as invalid",
+    401: "authentication failed (check the API key or token)",
+    403: "permission denied (the key may not have access to this model or resource)",
+    404: "not found (check the model or deployment name, the base URL and the API version)",
+    422: "the request was rejected as invalid",
+}
+
+
+def classify_status(status: int, body: Any, headers: Any, sent: dict[str, Any] | None) -> Failure:
+    """Turn an HTTP error status and body into a :class:`Failure`."""
+    err = body.get("error", body) if isinstance(body, dict) else {}
+    if not isinstance(err, dict):
+        err = {"message": str(err)}
+    message = str(err.get("message") or body or "").strip()[:500]
+    code = str(err.get("code") or err.get("type") or "")
+    param = err.get("param")
+    wait = retry_after_seconds(headers)
+    if status == 429:
+        if code == "insufficient_quota" or "exceeded your current quota" in message.lower():
+            return Failure(QUOTA, f"quota exhausted: {message}", status)
+        return Failure(RATE_LIMIT, f"rate limited (HTTP 429): {message}", status, wait)
+    if status >= 500 or status in (408, 409, 425):
+        return Failure(TRANSIENT, f"server error HTTP {status}: {message}", status, wait)
+    if status in (400, 413, 422):
+        lowered = message.lower()
+        if code in _ROW_CODES or "content management policy" in lowered or "maximum context length" in lowered:
+            return Failure(ROW, f"HTTP {status} {code or ''}: {message}".replace("  ", " "), status)
+        if sent is not None:
+            for name in _OPTIONAL_PARAMS:
+                named = param == name or re.search(rf"(?<![a-z_]){name}(?![a-z_])", lowered)
+                if name in sent and named:
+                        return Failure(UNSUPPORTED, f"the server does not support {name}: {message}", status, param=name)
+            if "response_format" in sent and ("json_schema" in lowered or "structured output" in lowered):
+                return Failure(UNSUPPORTED, f"the server does not support json_schema: {message}", status,
+                               param="response_format")
+        if status == 413:
+            return Failure(ROW, f"HTTP 413 request too large: {message}", status)
+    cause = _STATUS_CAUSE.get(status, f"HTTP {status}")
+    return Failure(FATAL, f"HTTP {status}, {cause}: {message}" if message else f"HTTP {status}, {cause}", status)
+
+
+# --------------------------------------------------------------------------- OpenAI and Azure OpenAI
+class OpenAIBackend(BackendBase):
+    """Requests through ``openai.AsyncOpenAI`` / ``openai.AsyncAzureOpenAI``."""
+
+    def __init__(self, config: ModelConfiguration, settings: JudgeSettings) -> None:
+        import openai
+
+        super().__init__(settings, host=urlsplit(config.endpoint()).netloc)
+        self._openai = openai
+        self._secret = config.resolved_api_key()
+        headers = dict(getattr(config, "extra_headers", None) or {})
+        common: dict[str, Any] = {"max_retries": 0, "timeout": settings.timeout, "default_headers": headers or None}
+        if isinstance(config, AzureOpenAIModelConfiguration):
+            provider = config.azure_ad_token_provider
+            if provider is None and config.credential is not None:
+                credential = config.credential
+
+                def provider() -> str:
+                    return str(credential.get_token(AZURE_SCOPE).token)
+
+            if provider is None and not self._secret:
+                raise ConfigurationError(
+                    "no Azure OpenAI credentials: set AZURE_OPENAI_API_KEY, or pass api_key, "
+                    "azure_ad_token_provider or credential"
+                )
+            self.client: Any = openai.AsyncAzureOpenAI(
+                azure_endpoint=config.endpoint(),
+                api_version=config.resolved_api_version(),
+                api_key=None if provider is not None else self._secret,
+                azure_ad_token_provider=provider,
+                **common,
+            )
+        elif isinstance(config, OpenAIModelConfiguration):
+            key = self._secret
+            if not key:
+                if config.endpoint().rstrip("/") == OPENAI_DEFAULT_BASE_URL:
+                    raise ConfigurationError(
+                        "no OpenAI API key: set OPENAI_API_KEY or pass api_key "
+                        "(or base_url for an OpenAI-compatible server)"
+                    )
+                key = "no-key"  # local OpenAI-compatible servers usually need none
+            self.client = openai.AsyncOpenAI(
+                api_key=key, base_url=config.endpoint(), organization=config.organization, **common
+            )
+        else:  # pragma: no cover - adapters build their own backends
+            raise ConfigurationError(f"no OpenAI backend for {type(config).__name__}")
+
+    async def chat(self, body: dict[str, Any], timeout: float) -> Response:
+        return await self._send(self.client.chat.completions.with_raw_response.create, body, timeout)
+
+    async def embed(self, model: str, texts: list[str], timeout: float) -> Response:
+        body = {"model": model, "input": texts}
+        return await self._send(self.client.embeddings.with_raw_response.create, body, timeout)
+
+    async def _send(self, method: Any, body: dict[str, Any], timeout: float) -> Response:
+        openai = self._openai
+        try:
+            # the client's own timeout covers connect/read/write; wait_for bounds the whole request
+            raw = await asyncio.wait_for(method(**body), timeout + 1.0)
+            content = raw.http_response.content
+            headers = raw.http_response.headers
+        except (asyncio.TimeoutError, openai.APITimeoutError):
+            raise Failure(TRANSIENT, f"timed out after {timeout:g} s") from None
+        except openai.APIStatusError as exc:
+            failure = classify_status(exc.status_code, exc.body, exc.response.headers, body)
+            failure.message = redact(failure.message, [self._secret])
+            raise failure from None
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc.__context__
+            detail = f" ({type(cause).__name__})" if cause is not None else ""
+            raise Failure(TRANSIENT, f"connection error{detail}") from None
+        try:
+            data = json.loads(content)
+        except ValueError:
+            raise Failure(TRANSIENT, "malformed JSON in the reply") from None
+        if not isinstance(data, dict):
+            raise Failure(TRANSIENT, "malformed reply (not a JSON object)")
+        return Response(data, exhausted_pause(headers))
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def make_backend(config: ModelConfiguration, settings: JudgeSettings) -> Backend:
+    """The backend for a configuration (adapters for other providers)."""
+    if isinstance(config, (OpenAIModelConfiguration, AzureOpenAIModelConfiguration)):
+        return OpenAIBackend(config, settings)
+    from touchstone.judges.adapters import make_adapter_backend
+
+    return make_adapter_backend(config, settings)

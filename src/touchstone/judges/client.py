@@ -1,0 +1,158 @@
+"""The judge client every LLM-judged metric calls.
+
+``get_judge_client(model_config)`` returns a :class:`JudgeClient` for one model configuration. The
+client is a light handle: each call goes through the *judge session* current at call time (see
+:mod:`touchstone.judges.session`): inside ``evaluate()`` that is the run's one shared session (one
+concurrency limit, one cache, one set of counters for the whole run); outside a run, a standalone
+session private to the handle and the event loop. So an evaluator may create its client in
+``__init__`` and use it inside and outside runs alike.
+
+A call is cached, rate limited, retried and accounted for (``touchstone.engine.context.add_usage``)
+by the session. It raises :class:`~touchstone.judges.errors.JudgeCallError` when this call failed
+after its retries (the engine records the row as failed) and
+:class:`~touchstone.errors.RunAbortedError` when no call can succeed (bad key, unknown model or
+deployment, exhausted quota, a request the server rejects): the run stops with that message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from touchstone.judges.config import JudgeSettings, ModelConfigLike, ModelConfiguration, as_model_config
+
+if TYPE_CHECKING:
+    from touchstone.judges.session import JudgeSession
+
+__all__ = ["ChatReply", "JudgeClient", "TokenLogprob", "Usage", "get_judge_client"]
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token with its log-probability and the most likely alternatives
+    (``top``: ``(token, logprob)`` pairs, best first)."""
+
+    token: str
+    logprob: float
+    top: list[tuple[str, float]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens of one call as the server reported them."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class ChatReply:
+    """The judge's answer.
+
+    ``text`` is the first choice's content and ``choices`` all of them (``n > 1``); ``logprobs`` the
+    first choice's token log-probabilities when they were asked for and returned; ``structured`` is
+    True when the server honoured the JSON-schema response format (False: the text is free-form and
+    must be parsed tolerantly, see :func:`touchstone.judges.parsing.extract_json`); ``cached`` is True
+    when the reply came from the cache (no model call was made)."""
+
+    text: str
+    choices: list[str]
+    logprobs: list[TokenLogprob] | None = None
+    structured: bool = False
+    cached: bool = False
+    model: str = ""
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+
+
+Validator = Callable[[ChatReply], Any]
+"""Raises ``ValueError`` when a reply is unusable (e.g. violates the schema): the call is retried
+(counted as a retry) and an invalid reply is never cached."""
+
+
+class JudgeClient:
+    """A handle on one judge model. Obtain it with :func:`get_judge_client`."""
+
+    def __init__(self, model_config: ModelConfigLike, settings: JudgeSettings | None = None) -> None:
+        self.config: ModelConfiguration = as_model_config(model_config)
+        self.settings = settings
+        self._standalone: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, JudgeSession] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:
+        return f"JudgeClient({self.config!r})"
+
+    @property
+    def model(self) -> str:
+        """The model (or Azure deployment) name."""
+        return self.config.model_name
+
+    def _session(self) -> JudgeSession:
+        from touchstone.judges.session import JudgeSession, current_session
+
+        session = current_session()
+        if session is not None:
+            return session
+        loop = asyncio.get_running_loop()
+        session = self._standalone.get(loop)
+        if session is None:
+            session = JudgeSession(self.settings or JudgeSettings())
+            self._standalone[loop] = session
+        return session
+
+    async def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        schema_name: str = "judgement",
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = 0.0,
+        n: int = 1,
+        validate: Validator | None = None,
+    ) -> ChatReply:
+        """One chat completion.
+
+        ``json_schema`` requests structured output (``response_format`` ``json_schema``, strict);
+        when the server rejects it the request is sent again without it, and later requests of the
+        session skip it (``ChatReply.structured`` says which happened). ``logprobs``/``top_logprobs``
+        request token log-probabilities (dropped likewise when unsupported). For reasoning models
+        temperature is not sent and ``max_tokens`` becomes ``max_completion_tokens``. ``validate``
+        (optional) checks a reply; a ``ValueError`` from it makes the call retry."""
+        return await self._session().chat(
+            self.config,
+            messages,
+            json_schema=json_schema,
+            schema_name=schema_name,
+            logprobs=logprobs,
+            top_logprobs=top_logprobs,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            n=n,
+            validate=validate,
+        )
+
+    async def embed(self, texts: list[str], *, model: str | None = None) -> list[list[float]]:
+        """Embeddings of ``texts`` (in order), in batched requests with the same concurrency, retry,
+        cache and accounting as chat calls. ``model``: the embedding model (Azure: the deployment);
+        default: the configuration's model."""
+        return await self._session().embed(self.config, texts, model=model)
+
+
+def get_judge_client(model_config: ModelConfigLike, *, settings: JudgeSettings | None = None) -> JudgeClient:
+    """The judge client for ``model_config`` (a configuration object or a plain dict).
+
+    Inside a run every call goes through the run's shared judge session (settings from
+    ``evaluate(**options)``: ``concurrency``, ``cache``, ``timeout``, ``max_retries``...); outside a
+    run through a standalone session with ``settings`` (default :class:`JudgeSettings`)."""
+    return JudgeClient(model_config, settings)

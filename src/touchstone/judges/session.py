@@ -1,0 +1,576 @@
+"""The judge session: the machinery shared by every judge call of a run.
+
+One session per run (entered by a run hook around ``evaluate()``), or one per standalone client and
+event loop. It holds, per endpoint and key, an adaptive concurrency limiter and optional RPM/TPM
+caps; the response cache; the counters reported with the run; and the run's abort state: once a
+call fails in a way every call would (bad key, unknown model, exhausted quota), every later call
+raises the same :class:`~touchstone.errors.RunAbortedError` at once, without a request.
+
+A call: cache lookup (a hit costs nothing) -> join an identical call in flight -> caps and a
+concurrency slot -> request -> on 429 halve concurrency and wait as the server asks, on 5xx, timeouts,
+dropped connections and malformed bodies back off exponentially with jitter, on a rejected optional
+parameter (``response_format``, ``logprobs``, ``seed``...) send again without it -> validate ->
+cache -> account (``add_usage``) -> reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from typing import Any, NoReturn
+
+from touchstone.engine.context import RunContext, add_usage, register_run_hook
+from touchstone.errors import ConfigurationError, RunAbortedError
+from touchstone.judges import backends as bk
+from touchstone.judges.cache import JudgeCache, cache_key
+from touchstone.judges.client import ChatReply, TokenLogprob, Usage, Validator
+from touchstone.judges.config import JudgeSettings, ModelConfiguration
+from touchstone.judges.errors import JudgeCallError, redact
+from touchstone.judges.pricing import cost_usd
+
+_current: ContextVar[JudgeSession | None] = ContextVar("touchstone_judge_session", default=None)
+
+CACHE_VERSION = 1
+DRY_RUN_COMPLETION_TOKENS = 150
+
+
+def current_session() -> JudgeSession | None:
+    """The judge session of the run in progress, if any."""
+    return _current.get()
+
+
+class JudgeSession:
+    """Concurrency limits, cache, retries, counters and abort state shared by a run's judge calls."""
+
+    def __init__(self, settings: JudgeSettings | None = None) -> None:
+        self.settings = settings or JudgeSettings()
+        self.settings.validate()
+        self._backends: dict[str, bk.Backend] = {}
+        self._configs: dict[str, ModelConfiguration] = {}
+        self._cache: JudgeCache | None = None
+        self._inflight: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.aborted: RunAbortedError | None = None
+        self.stats: dict[str, float] = {
+            "calls": 0,
+            "cache_hits": 0,
+            "retries": 0,
+            "rate_limited": 0,
+            "failed_calls": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "cost_usd": 0.0,
+        }
+        self.fallbacks: dict[str, list[str]] = {}
+        self._rng = random.Random()
+
+    # ------------------------------------------------------------------ resources
+    @property
+    def cache(self) -> JudgeCache | None:
+        if not self.settings.cache or self.settings.dry_run:
+            return None
+        if self._cache is None:
+            self._cache = JudgeCache(self.settings.resolved_cache_path())
+        return self._cache
+
+    def backend(self, config: ModelConfiguration) -> bk.Backend:
+        key = config.session_key()
+        backend = self._backends.get(key)
+        if backend is None:
+            if self.aborted is not None:
+                raise self._abort_copy()
+            try:
+                backend = bk.make_backend(config, self.settings)
+            except ConfigurationError as exc:
+                self.aborted = RunAbortedError(f"judge model {config.model_name!r}: {exc}")
+                raise self._abort_copy() from None
+            self._backends[key] = backend
+            self._configs[key] = config
+        return backend
+
+    async def aclose(self) -> None:
+        """Close HTTP clients and the cache."""
+        for backend in self._backends.values():
+            with contextlib.suppress(Exception):  # closing must not hide the run's own outcome
+                await backend.aclose()
+        self._backends.clear()
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+    def info(self) -> dict[str, Any]:
+        """Provenance and counters, stored with the run (no secrets)."""
+        models = []
+        for key, config in self._configs.items():
+            backend = self._backends.get(key)
+            entry: dict[str, Any] = {
+                "provider": config.provider,
+                "model": config.model_name,
+                "host": backend.host if backend is not None else None,
+                "reasoning": config.reasoning,
+            }
+            if backend is not None:
+                entry["concurrency_final"] = backend.limiter.current
+                entry["concurrency_min"] = int(backend.limiter.min_limit)
+                entry["concurrency_decreases"] = backend.limiter.decreases
+                entry["unsupported_params"] = sorted(backend.unsupported)
+            models.append(entry)
+        return {"models": models, "settings": self.settings.public(), "stats": dict(self.stats)}
+
+    def _abort_copy(self) -> RunAbortedError:
+        assert self.aborted is not None
+        return RunAbortedError(str(self.aborted))
+
+    def _count(self, **amounts: float) -> None:
+        for key, value in amounts.items():
+            self.stats[key] = self.stats.get(key, 0) + value
+        add_usage(**amounts)
+
+    def _backoff(self, attempt: int) -> float:
+        base = min(self.settings.backoff_max, self.settings.backoff_base * 2 ** max(0, attempt - 1))
+        return base * self._rng.uniform(0.5, 1.0)
+
+    # ------------------------------------------------------------------ chat
+    async def chat(
+        self,
+        config: ModelConfiguration,
+        messages: list[dict[str, str]],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        schema_name: str = "judgement",
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = 0.0,
+        n: int = 1,
+        validate: Validator | None = None,
+    ) -> ChatReply:
+        """See :meth:`touchstone.judges.client.JudgeClient.chat`."""
+        if self.aborted is not None:
+            raise self._abort_copy()
+        request: dict[str, Any] = {
+            "messages": messages,
+            "json_schema": json_schema,
+            "schema_name": schema_name,
+            "logprobs": bool(logprobs or top_logprobs),
+            "top_logprobs": top_logprobs,
+            "max_tokens": max_tokens,
+            "temperature": None if config.reasoning else temperature,
+            "n": n,
+            "seed": self.settings.seed,
+            "reasoning": config.reasoning,
+        }
+        key = cache_key(
+            {"v": CACHE_VERSION, "kind": "chat", "provider": config.cache_identity(), "model": config.model_name, **request}
+        )
+        if self.settings.dry_run:
+            return self._dry_chat(config, request)
+
+        cache = self.cache
+        if cache is not None:
+            hit = cache.get_chat(key)
+            if hit is not None:
+                reply = _reply_from(hit, cached=True)
+                if _is_valid(reply, validate):
+                    self._count(cache_hits=1)
+                    return reply
+        pending = self._inflight.get(key)
+        if pending is not None:  # the same call is in flight: share its reply
+            try:
+                stored = await asyncio.shield(pending)
+            except Exception:
+                stored = None
+            if stored is not None:
+                reply = _reply_from(stored, cached=True)
+                if _is_valid(reply, validate):
+                    self._count(cache_hits=1)
+                    return reply
+
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = fut
+        try:
+            stored, reply = await self._call_chat(config, request, validate)
+        except BaseException as exc:
+            if not fut.done():
+                fut.set_exception(exc if isinstance(exc, Exception) else asyncio.CancelledError())
+                fut.exception()  # retrieved: waiters handle it themselves
+            raise
+        finally:
+            if self._inflight.get(key) is fut:
+                del self._inflight[key]
+        fut.set_result(stored)
+        if cache is not None:
+            cache.put_chat(key, config.model_name, stored)
+        return reply
+
+    def _chat_body(self, config: ModelConfiguration, request: dict[str, Any], unsupported: set[str]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": config.model_name, "messages": request["messages"]}
+        if request["n"] != 1:
+            body["n"] = request["n"]
+        if request["temperature"] is not None and "temperature" not in unsupported:
+            body["temperature"] = request["temperature"]
+        if request["max_tokens"] is not None:
+            use_completion = config.reasoning or "max_tokens" in unsupported
+            if use_completion and "max_completion_tokens" in unsupported:
+                pass  # neither is accepted: let the server decide the length
+            elif use_completion:
+                body["max_completion_tokens"] = request["max_tokens"]
+            else:
+                body["max_tokens"] = request["max_tokens"]
+        if request["seed"] is not None and "seed" not in unsupported:
+            body["seed"] = request["seed"]
+        if request["logprobs"] and "logprobs" not in unsupported:
+            body["logprobs"] = True
+            if request["top_logprobs"] and "top_logprobs" not in unsupported:
+                body["top_logprobs"] = request["top_logprobs"]
+        if request["json_schema"] is not None and "response_format" not in unsupported:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request["schema_name"], "schema": request["json_schema"], "strict": True},
+            }
+        return body
+
+    async def _call_chat(
+        self, config: ModelConfiguration, request: dict[str, Any], validate: Validator | None
+    ) -> tuple[dict[str, Any], ChatReply]:
+        backend = self.backend(config)
+        tokens_estimate = _estimate_prompt_tokens(request["messages"]) + (request["max_tokens"] or 256)
+        errors = 0
+        rate_limited = 0
+        last = ""
+        while True:
+            body = self._chat_body(config, request, backend.unsupported)
+            try:
+                response = await self._send(backend, tokens_estimate, functools.partial(backend.chat, body, self.settings.timeout))
+                data = response.data
+                stored = _stored_reply(data, config.model_name, structured="response_format" in body)
+            except bk.Failure as failure:
+                if failure.kind == bk.UNSUPPORTED and failure.param and failure.param not in backend.unsupported:
+                    self._drop_param(backend, config, failure.param)
+                    continue
+                last = failure.message
+                if failure.kind == bk.RATE_LIMIT:
+                    rate_limited += 1
+                    if rate_limited > self.settings.max_rate_limit_retries:
+                        raise self._give_up(
+                            f"still rate limited after {rate_limited} attempts: {last}", "rate_limit"
+                        ) from None
+                    self._count(retries=1, rate_limited=1)
+                    wait = failure.retry_after
+                    wait = self._backoff(rate_limited) if wait is None else wait * self._rng.uniform(1.0, 1.1)
+                    await asyncio.sleep(min(wait, self.settings.max_retry_wait))
+                    continue
+                if failure.kind == bk.TRANSIENT:
+                    errors += 1
+                    if errors > self.settings.max_retries:
+                        raise self._give_up(f"failed after {errors} attempts: {last}", "transient") from None
+                    self._count(retries=1)
+                    wait = max(self._backoff(errors), failure.retry_after or 0.0)
+                    await asyncio.sleep(min(wait, self.settings.max_retry_wait))
+                    continue
+                if failure.kind == bk.ROW:
+                    self._count(failed_calls=1)
+                    raise JudgeCallError(f"judge call rejected: {last}", kind="row") from None
+                self._abort(config, backend, failure)
+            # a reply arrived
+            reply = _reply_from(stored, cached=False)
+            usage = reply.usage
+            cost = cost_usd(config.model_name, usage.prompt_tokens, usage.completion_tokens, self.settings.prices)
+            amounts: dict[str, float] = {
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+            }
+            if cost is not None:
+                amounts["cost_usd"] = cost
+            self._count(**amounts)
+            if not _is_valid(reply, validate):
+                errors += 1
+                last = f"the reply did not match the expected format: {_validation_error(reply, validate)}"
+                if errors > self.settings.max_retries:
+                    raise self._give_up(f"failed after {errors} attempts: {last}", "invalid_output")
+                self._count(retries=1, invalid_replies=1)
+                continue
+            return stored, reply
+
+    async def _send(self, backend: bk.Backend, tokens: int, send: Callable[[], Any]) -> bk.Response:
+        """One request under the caps and the concurrency limit; counts it as a call."""
+        if backend.rpm is not None:
+            await backend.rpm.take(1)
+        if backend.tpm is not None:
+            await backend.tpm.take(tokens)
+        if self.aborted is not None:
+            raise self._abort_copy()
+        ticket = await backend.limiter.acquire()
+        if self.aborted is not None:
+            backend.limiter.release(ticket, "cancelled")
+            raise self._abort_copy()
+        outcome = "error"
+        try:
+            response: bk.Response = await send()
+            outcome = "success"
+        except bk.Failure as failure:
+            outcome = "rate_limited" if failure.kind == bk.RATE_LIMIT else "error"
+            raise
+        finally:
+            backend.limiter.release(ticket, outcome)
+            self._count(calls=1)
+        if response.pause:
+            backend.limiter.pause(min(response.pause, self.settings.max_retry_wait))
+        return response
+
+    def _drop_param(self, backend: bk.Backend, config: ModelConfiguration, param: str) -> None:
+        backend.unsupported.add(param)
+        if param == "logprobs":
+            backend.unsupported.add("top_logprobs")
+        self.fallbacks.setdefault(config.model_name, []).append(param)
+
+    def _give_up(self, message: str, kind: str) -> JudgeCallError:
+        self._count(failed_calls=1)
+        return JudgeCallError(f"judge call {message}", kind=kind)
+
+    def _abort(self, config: ModelConfiguration, backend: bk.Backend, failure: bk.Failure) -> NoReturn:
+        if self.aborted is None:
+            text = redact(failure.message, [config.resolved_api_key()])
+            self.aborted = RunAbortedError(
+                f"judge model {config.model_name!r} at {backend.host}: {text}. "
+                "The run was stopped: every remaining call would fail the same way."
+            )
+        raise self._abort_copy()
+
+    def _dry_chat(self, config: ModelConfiguration, request: dict[str, Any]) -> ChatReply:
+        prompt = _estimate_prompt_tokens(request["messages"])
+        completion = min(request["max_tokens"] or DRY_RUN_COMPLETION_TOKENS, DRY_RUN_COMPLETION_TOKENS) * request["n"]
+        amounts: dict[str, float] = {"calls": 1, "prompt_tokens": prompt, "completion_tokens": completion}
+        cost = cost_usd(config.model_name, prompt, completion, self.settings.prices)
+        if cost is not None:
+            amounts["cost_usd"] = cost
+        self._count(**amounts)
+        text = _placeholder_json(request["json_schema"]) if request["json_schema"] else ""
+        return ChatReply(text=text, choices=[text] * request["n"], structured=request["json_schema"] is not None,
+                         model=config.model_name, usage=Usage(prompt, completion))
+
+    # ------------------------------------------------------------------ embeddings
+    async def embed(self, config: ModelConfiguration, texts: list[str], *, model: str | None = None) -> list[list[float]]:
+        """See :meth:`touchstone.judges.client.JudgeClient.embed`."""
+        if self.aborted is not None:
+            raise self._abort_copy()
+        name = model or config.model_name
+        keys = [
+            cache_key({"v": CACHE_VERSION, "kind": "embed", "provider": config.cache_identity(), "model": name, "text": t})
+            for t in texts
+        ]
+        if self.settings.dry_run:
+            tokens = sum(_estimate_text_tokens(t) for t in texts)
+            self._count(calls=-(-len(texts) // self.settings.embed_batch_size), prompt_tokens=tokens)
+            return [[0.0] for _ in texts]
+        cache = self.cache
+        found = cache.get_embeddings(list(dict.fromkeys(keys))) if cache is not None else {}
+        hits = sum(1 for k in keys if k in found)
+        if hits:
+            self._count(cache_hits=hits)
+        missing: dict[str, str] = {}
+        for k, t in zip(keys, texts, strict=True):
+            if k not in found:
+                missing.setdefault(k, t)
+        if missing:
+            items = list(missing.items())
+            size = max(1, self.settings.embed_batch_size)
+            batches = [items[s : s + size] for s in range(0, len(items), size)]
+            results = await asyncio.gather(*(self._call_embed(config, name, b) for b in batches))
+            for batch, vectors in zip(batches, results, strict=True):
+                new = [(k, v) for (k, _), v in zip(batch, vectors, strict=True)]
+                found.update(new)
+                if cache is not None:
+                    cache.put_embeddings(name, new)
+        return [found[k] for k in keys]
+
+    async def _call_embed(self, config: ModelConfiguration, model: str, batch: list[tuple[str, str]]) -> list[list[float]]:
+        backend = self.backend(config)
+        texts = [t for _, t in batch]
+        tokens = sum(_estimate_text_tokens(t) for t in texts)
+        errors = rate_limited = 0
+        while True:
+            try:
+                response = await self._send(backend, tokens, lambda: backend.embed(model, texts, self.settings.timeout))
+                vectors = _parse_embeddings(response.data, len(texts))
+            except bk.Failure as failure:
+                if failure.kind == bk.RATE_LIMIT:
+                    rate_limited += 1
+                    if rate_limited > self.settings.max_rate_limit_retries:
+                        raise self._give_up(f"still rate limited: {failure.message}", "rate_limit") from None
+                    self._count(retries=1, rate_limited=1)
+                    wait = failure.retry_after if failure.retry_after is not None else self._backoff(rate_limited)
+                    await asyncio.sleep(min(wait, self.settings.max_retry_wait))
+                    continue
+                if failure.kind == bk.TRANSIENT:
+                    errors += 1
+                    if errors > self.settings.max_retries:
+                        raise self._give_up(f"failed after {errors} attempts: {failure.message}", "transient") from None
+                    self._count(retries=1)
+                    await asyncio.sleep(min(max(self._backoff(errors), failure.retry_after or 0), self.settings.max_retry_wait))
+                    continue
+                if failure.kind in (bk.ROW, bk.UNSUPPORTED):
+                    self._count(failed_calls=1)
+                    raise JudgeCallError(f"embedding call rejected: {failure.message}", kind="row") from None
+                self._abort(config, backend, failure)
+            usage = response.data.get("usage") or {}
+            prompt = int(usage.get("prompt_tokens") or 0)
+            amounts: dict[str, float] = {"prompt_tokens": prompt}
+            cost = cost_usd(model, prompt, 0, self.settings.prices)
+            if cost is not None:
+                amounts["cost_usd"] = cost
+            self._count(**amounts)
+            return vectors
+
+
+# --------------------------------------------------------------------------- reply helpers
+def _stored_reply(data: dict[str, Any], model: str, *, structured: bool) -> dict[str, Any]:
+    """The parts of a chat completion kept in the cache (a compact, provider-neutral form)."""
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise bk.Failure(bk.TRANSIENT, "malformed reply (no choices)")
+    texts: list[str] = []
+    finish = None
+    for choice in sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0):
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise bk.Failure(bk.TRANSIENT, "malformed reply (a choice has no message)")
+        content = message.get("content")
+        if content is None and message.get("refusal"):
+            content = ""
+        texts.append(str(content or ""))
+        finish = finish or choice.get("finish_reason")
+    logprobs = None
+    first = choices[0] if isinstance(choices[0], dict) else {}
+    lp = first.get("logprobs")
+    if isinstance(lp, dict) and isinstance(lp.get("content"), list):
+        logprobs = [
+            [t.get("token", ""), float(t.get("logprob", 0.0)),
+             [[a.get("token", ""), float(a.get("logprob", 0.0))] for a in (t.get("top_logprobs") or [])]]
+            for t in lp["content"]
+            if isinstance(t, dict)
+        ]
+    usage = data.get("usage") or {}
+    return {
+        "choices": texts,
+        "logprobs": logprobs,
+        "structured": structured,
+        "model": str(data.get("model") or model),
+        "usage": [int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)],
+        "finish_reason": finish,
+    }
+
+
+def _reply_from(stored: dict[str, Any], *, cached: bool) -> ChatReply:
+    choices = [str(c) for c in stored.get("choices", [])]
+    lps = stored.get("logprobs")
+    usage = stored.get("usage") or [0, 0]
+    return ChatReply(
+        text=choices[0] if choices else "",
+        choices=choices,
+        logprobs=None if lps is None else [TokenLogprob(t, float(lp), [(a, float(b)) for a, b in top]) for t, lp, top in lps],
+        structured=bool(stored.get("structured")),
+        cached=cached,
+        model=str(stored.get("model", "")),
+        usage=Usage(int(usage[0]), int(usage[1])),
+        finish_reason=stored.get("finish_reason"),
+    )
+
+
+def _is_valid(reply: ChatReply, validate: Validator | None) -> bool:
+    if validate is None:
+        return True
+    try:
+        validate(reply)
+    except (ValueError, KeyError, TypeError):
+        return False
+    return True
+
+
+def _validation_error(reply: ChatReply, validate: Validator | None) -> str:
+    try:
+        if validate is not None:
+            validate(reply)
+    except (ValueError, KeyError, TypeError) as exc:
+        return str(exc)[:200] or type(exc).__name__
+    return ""
+
+
+def _parse_embeddings(data: dict[str, Any], expected: int) -> list[list[float]]:
+    items = data.get("data")
+    if not isinstance(items, list) or len(items) != expected:
+        raise bk.Failure(bk.TRANSIENT, "malformed embeddings reply")
+    try:
+        ordered = sorted(items, key=lambda d: int(d.get("index", 0)))
+        return [[float(x) for x in d["embedding"]] for d in ordered]
+    except (KeyError, TypeError, ValueError):
+        raise bk.Failure(bk.TRANSIENT, "malformed embeddings reply") from None
+
+
+def _estimate_text_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def _estimate_prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    return sum(_estimate_text_tokens(str(m.get("content", ""))) + 4 for m in messages) + 3
+
+
+def _placeholder_json(schema: dict[str, Any]) -> str:
+    import json
+
+    def value(s: dict[str, Any]) -> Any:
+        kind = s.get("type")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), "null")
+        if "enum" in s:
+            return s["enum"][0]
+        if kind == "object":
+            return {k: value(v) for k, v in (s.get("properties") or {}).items()}
+        if kind == "array":
+            return []
+        if kind == "integer":
+            return int(s.get("minimum", 0))
+        if kind == "number":
+            return float(s.get("minimum", 0))
+        if kind == "boolean":
+            return False
+        if kind == "string":
+            return ""
+        return None
+
+    return json.dumps(value(schema))
+
+
+# --------------------------------------------------------------------------- run hook
+@asynccontextmanager
+async def judge_session(settings: JudgeSettings | None = None) -> AsyncIterator[JudgeSession]:
+    """Make every judge call inside the block share one session (as a run does)."""
+    session = JudgeSession(settings)
+    token = _current.set(session)
+    try:
+        yield session
+    finally:
+        _current.reset(token)
+        await session.aclose()
+
+
+@asynccontextmanager
+async def _run_hook(ctx: RunContext) -> AsyncIterator[None]:
+    settings = JudgeSettings.from_options(ctx.options)
+    async with judge_session(settings) as session:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            if session._configs:
+                info = session.info()
+                info["seconds"] = round(time.monotonic() - started, 3)
+                ctx.info["judge"] = info
+
+
+register_run_hook(_run_hook)
