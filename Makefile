@@ -17,7 +17,7 @@ demo: $(STAMP)
 	@bash scripts/demo.sh
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests $(wildcard benchmarks)
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
