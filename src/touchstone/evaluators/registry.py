@@ -17,6 +17,8 @@ _MODULES = [
     "touchstone.evaluators.overlap",
     "touchstone.evaluators.ranking",
     "touchstone.evaluators.semantic",
+    "touchstone.evaluators.bertscore",
+    "touchstone.evaluators.perplexity",
 ]
 _loaded = False
 
