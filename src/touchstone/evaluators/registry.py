@@ -17,6 +17,8 @@ _MODULES = [
     "touchstone.evaluators.overlap",
     "touchstone.evaluators.ranking",
     "touchstone.evaluators.semantic",
+    "touchstone.evaluators.quality",
+    "touchstone.evaluators.retrieval_judge",
     "touchstone.evaluators.bertscore",
     "touchstone.evaluators.perplexity",
 ]

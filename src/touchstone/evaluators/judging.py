@@ -1,0 +1,430 @@
+"""Asking a judge for a score: the request, the one repair, the log-probability expectation, and the
+base class of every LLM-judged metric.
+
+A judgement is: render the prompt (text under evaluation delimited), ask the judge for a JSON object
+with the reasoning first and the integer score last (the server's structured output where it has
+one), parse the reply (:mod:`touchstone.evaluators.parsing`). A reply that yields no acceptable score
+gets exactly one repair request naming the problem; if that fails too, the row is recorded as a
+failure with the cause (``m_error``), never with a guessed number.
+
+``score_mode="logprobs"`` asks for token log-probabilities and reports the probability-weighted
+expected score over the scale's tokens at the score's position (continuous, as G-Eval does). When the
+server returns none for a row, that row falls back to the sampled score; ``m_properties`` records
+which was used and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from touchstone.errors import ConfigurationError
+from touchstone.evaluators.base import Evaluator, Outputs, describe_exception
+from touchstone.evaluators.parsing import ParsedReply, Scale, parse_judge_reply
+from touchstone.evaluators.prompting import PromptTemplate, load_prompt
+
+ScoreMode = Literal["sampled", "logprobs"]
+SCORE_MODES = ("sampled", "logprobs")
+Aggregation = Literal["min", "mean", "max"]
+AGGREGATIONS = ("min", "mean", "max")
+MAX_TOP_LOGPROBS = 20
+
+
+class JudgeReplyError(ValueError):
+    """The judge answered, but no acceptable score could be read from its reply (after one repair
+    request). ``reply`` keeps the last reply text for inspection."""
+
+    def __init__(self, cause: str, reply: str | None = None) -> None:
+        super().__init__(cause)
+        self.reply = reply
+
+
+def no_judge_error(metric: str) -> ConfigurationError:
+    """The error raised when a judge metric is chosen and no judge model is configured."""
+    return ConfigurationError(
+        f"metric {metric} needs a judge model, and none is configured: pass --judge-model MODEL "
+        "(with --judge-base-url URL for an OpenAI-compatible server), or set OPENAI_API_KEY "
+        "(and OPENAI_BASE_URL / TOUCHSTONE_JUDGE_MODEL), or AZURE_OPENAI_ENDPOINT with "
+        "AZURE_OPENAI_API_KEY and AZURE_OPENAI_DEPLOYMENT; in Python pass model_config=..."
+    )
+
+
+def check_score_mode(score_mode: str) -> ScoreMode:
+    if score_mode not in SCORE_MODES:
+        raise ConfigurationError(f"score_mode must be one of {', '.join(SCORE_MODES)}, got {score_mode!r}")
+    return score_mode  # type: ignore[return-value]
+
+
+def check_aggregation(how: str) -> Aggregation:
+    if how not in AGGREGATIONS:
+        raise ConfigurationError(f"conversation_aggregation must be one of {', '.join(AGGREGATIONS)}, got {how!r}")
+    return how  # type: ignore[return-value]
+
+
+def describe_judge(model_config: Any) -> dict[str, Any]:
+    """The judge configuration without secrets (for provenance)."""
+    try:
+        from touchstone.judges.config import as_model_config
+
+        cfg = as_model_config(model_config)
+        return {"model": cfg.model_name, **{k: v for k, v in cfg.public().items() if k in ("type", "base_url", "azure_endpoint", "api_version")}}
+    except Exception:  # provenance only: an odd configuration is reported when the judge is called
+        return {"model": str(getattr(model_config, "get", lambda *_: None)("model") or "?")}
+
+
+# ------------------------------------------------------------------------------ schemas
+def score_schema(scale: Scale, before: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """JSON schema of a judgement: ``before`` fields (e.g. a reference answer), ``reason``, ``score``,
+    in that order, so the model reasons before it commits to a number."""
+    props: dict[str, Any] = dict(before or {})
+    props["reason"] = {"type": "string"}
+    props["score"] = {"type": "integer", "enum": list(scale.values)}
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+def format_hint(schema: Mapping[str, Any]) -> str:
+    """A one-line example of the expected JSON, for the repair request."""
+    parts = []
+    for name, spec in schema.get("properties", {}).items():
+        kind = spec.get("type")
+        if name == "score" and "enum" in spec:
+            parts.append(f'"score": <an integer from {spec["enum"][0]} to {spec["enum"][-1]}>')
+        elif kind == "array":
+            parts.append(f'"{name}": [...]')
+        elif kind == "boolean":
+            parts.append(f'"{name}": true or false')
+        else:
+            parts.append(f'"{name}": "..."')
+    return "{" + ", ".join(parts) + "}"
+
+
+# ------------------------------------------------------------------------------ log-probabilities
+_SCORE_TOKEN = re.compile(r"^[\s\"':]*([-+]?\d+)[\s\"',}\]]*$")
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+@dataclass
+class Expectation:
+    """The probability-weighted expected score, or why none could be computed."""
+
+    score: float | None
+    probabilities: dict[int, float] = field(default_factory=dict)
+    mass: float = 0.0
+    """Probability of the scale's tokens among the returned alternatives, before renormalising."""
+    error: str | None = None
+
+
+def expected_score(
+    tokens: Sequence[Any] | None, text: str, span: tuple[int, int] | None, scale: Scale
+) -> Expectation:
+    """E[score] = Σ p(k)·k / Σ p(k) over the scale's values k, from the top alternatives of the token
+    that carries the score (at ``span`` of ``text``). Alternatives that spell the same number (``4``,
+    `` 4``) are summed; the sampled token is counted even if the server left it out of ``top``."""
+    if not tokens:
+        return Expectation(None, error="the server returned no log-probabilities")
+    if span is None:
+        return Expectation(None, error="the score's position in the reply is unknown")
+    pieces = [str(_field(t, "token") or "") for t in tokens]
+    joined = "".join(pieces)
+    if joined != text:
+        # some servers strip or add surrounding whitespace: align on the stripped text
+        lead = len(joined) - len(joined.lstrip())
+        if joined.strip() != text.strip():
+            return Expectation(None, error="the log-probability tokens do not spell the reply")
+        shift = lead - (len(text) - len(text.lstrip()))
+        span = (span[0] + shift, span[1] + shift)
+    pos = 0
+    carrier = None
+    for tok, piece in zip(tokens, pieces, strict=True):
+        start, end = pos, pos + len(piece)
+        pos = end
+        if start <= span[0] < end:
+            if end < span[1]:
+                return Expectation(None, error="the score is split over several tokens")
+            carrier = tok
+            break
+    if carrier is None:
+        return Expectation(None, error="no token carries the score")
+    chosen = _SCORE_TOKEN.match(str(_field(carrier, "token")))
+    if not chosen:
+        return Expectation(None, error="the score's token holds more than the score")
+    top = list(_field(carrier, "top") or [])
+    if not top:
+        return Expectation(None, error="the server returned no alternative tokens (top_logprobs)")
+    probs: dict[int, float] = {}
+    seen_tokens = set()
+    for alt in top:
+        tok_text, logprob = (alt[0], alt[1]) if isinstance(alt, (tuple, list)) else (_field(alt, "token"), _field(alt, "logprob"))
+        seen_tokens.add(tok_text)
+        m = _SCORE_TOKEN.match(str(tok_text))
+        if m and logprob is not None and math.isfinite(float(logprob)):
+            value = int(m.group(1))
+            if scale.low <= value <= scale.high:
+                probs[value] = probs.get(value, 0.0) + math.exp(float(logprob))
+    carrier_token = str(_field(carrier, "token"))
+    if carrier_token not in seen_tokens:
+        value = int(chosen.group(1))
+        lp = _field(carrier, "logprob")
+        if scale.low <= value <= scale.high and lp is not None:
+            probs[value] = probs.get(value, 0.0) + math.exp(float(lp))
+    mass = sum(probs.values())
+    if mass <= 0:
+        return Expectation(None, error="no alternative token is a score on the scale")
+    expectation = sum(k * p for k, p in probs.items()) / mass
+    return Expectation(expectation, {k: p / mass for k, p in sorted(probs.items())}, mass)
+
+
+# ------------------------------------------------------------------------------ the judgement
+@dataclass
+class Judgement:
+    """One scored judgement: ``score`` is the sampled integer, or the expectation in logprobs mode."""
+
+    score: float
+    reason: str
+    data: dict[str, Any] | None
+    properties: dict[str, Any]
+
+
+Check = Callable[[ParsedReply], str | None]
+
+
+async def judge(
+    client: Any,
+    prompt: PromptTemplate,
+    data: Mapping[str, str | None],
+    *,
+    params: Mapping[str, Any] | None = None,
+    scale: Scale = Scale(),
+    score_mode: ScoreMode = "sampled",
+    schema: Mapping[str, Any] | None = None,
+    score_keys: Sequence[str] = ("score",),
+    require_json: bool = False,
+    check: Check | None = None,
+    max_tokens: int | None = None,
+) -> Judgement:
+    """Ask the judge once (plus one repair request when its reply yields no acceptable score).
+
+    ``check`` adds metric-specific validation of the parsed reply (a cause string when unusable).
+    Raises :class:`JudgeReplyError`; the client's own errors propagate."""
+    schema = dict(schema or score_schema(scale))
+    messages = prompt.render(data, params)
+    want_lp = score_mode == "logprobs"
+    top = min(MAX_TOP_LOGPROBS, len(scale.values) + 5) if want_lp else None
+
+    async def ask(msgs: list[dict[str, str]]) -> Any:
+        return await client.chat(
+            msgs, json_schema=schema, schema_name=prompt.name, logprobs=want_lp, top_logprobs=top, max_tokens=max_tokens
+        )
+
+    def parse(text: str) -> ParsedReply:
+        parsed = parse_judge_reply(text, scale, score_keys=score_keys, require_json=require_json)
+        if parsed.ok and check is not None:
+            problem = check(parsed)
+            if problem:
+                parsed.error = problem
+        return parsed
+
+    reply = await ask(messages)
+    text = reply.text or ""
+    parsed = parse(text)
+    repaired = False
+    first_error = None
+    if not parsed.ok:
+        first_error = parsed.error
+        repair = load_prompt("repair").render({}, {"cause": parsed.error, "format": format_hint(schema)})
+        follow_up = [*messages, {"role": "assistant", "content": text}, *repair]
+        reply = await ask(follow_up)
+        text = reply.text or ""
+        parsed = parse(text)
+        repaired = True
+        if not parsed.ok:
+            raise JudgeReplyError(
+                f"no usable score in the judge's reply: {parsed.error} "
+                f"(after one repair request; the first reply: {first_error})",
+                text,
+            )
+    assert parsed.score is not None
+    props: dict[str, Any] = {
+        **prompt.provenance(),
+        "judge_model": getattr(reply, "model", "") or getattr(client, "model", ""),
+        "structured_output": bool(getattr(reply, "structured", False)),
+        "cached": bool(getattr(reply, "cached", False)),
+        "repaired": repaired,
+    }
+    if repaired:
+        props["repair_cause"] = first_error
+    score: float = parsed.score
+    props["score_mode"] = "sampled"
+    if want_lp:
+        exp = expected_score(getattr(reply, "logprobs", None), text, parsed.span, scale)
+        props["sampled_score"] = parsed.score
+        if exp.score is not None:
+            score = round(exp.score, 6)
+            props["score_mode"] = "logprobs"
+            props["score_probabilities"] = {str(k): round(v, 6) for k, v in exp.probabilities.items()}
+            props["scale_probability_mass"] = round(exp.mass, 6)
+        else:
+            props["logprobs_fallback"] = exp.error
+    return Judgement(score, parsed.reason, parsed.data, props)
+
+
+# ------------------------------------------------------------------------------ the base class
+class JudgeEvaluator(Evaluator):
+    """Base of the LLM-judged metrics: a model configuration, a threshold (default 3 on the 1–5
+    scale), ``score_mode`` (``"sampled"`` or ``"logprobs"``) and, for conversations, the aggregation
+    of per-turn scores. Outputs follow SPEC 3 with ``gpt_<m>`` kept as an alias of ``<m>``."""
+
+    needs_judge = True
+    is_async = True
+    default_threshold: ClassVar[float | None] = 3.0
+    value_range = "1-5"
+    scale: ClassVar[Scale] = Scale(1, 5)
+    default_aggregation: ClassVar[Aggregation] = "mean"
+    gpt_alias: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        model_config: Any,
+        *,
+        threshold: float | None = None,
+        score_mode: str = "sampled",
+        conversation_aggregation: str | None = None,
+        credential: Any = None,
+        is_reasoning_model: bool | None = None,
+        **_sdk_options: Any,
+    ) -> None:
+        super().__init__(threshold=threshold)
+        if model_config is None:
+            raise no_judge_error(self.metric)
+        if is_reasoning_model is not None and isinstance(model_config, Mapping) and not hasattr(model_config, "model_name"):
+            model_config = {**model_config, "is_reasoning_model": is_reasoning_model}
+        self.model_config = model_config
+        self.credential = credential
+        self.score_mode: ScoreMode = check_score_mode(score_mode)
+        self.conversation_aggregation: Aggregation = check_aggregation(conversation_aggregation or self.default_aggregation)
+        self._client: Any = None
+
+    @classmethod
+    def from_options(
+        cls,
+        *,
+        model_config: Any = None,
+        threshold: float | None = None,
+        score_mode: str | None = None,
+        conversation_aggregation: str | None = None,
+        **_: Any,
+    ) -> JudgeEvaluator:
+        """The registry's factory (CLI): a clear error when no judge is configured."""
+        if model_config is None:
+            raise no_judge_error(cls.metric)
+        return cls(
+            model_config,
+            threshold=threshold,
+            score_mode=score_mode or "sampled",
+            conversation_aggregation=conversation_aggregation,
+        )
+
+    def client(self) -> Any:
+        if self._client is None:
+            from touchstone.judges.client import get_judge_client
+
+            self._client = get_judge_client(self.model_config)
+        return self._client
+
+    def prompts(self) -> list[PromptTemplate]:
+        """The prompts this metric may use (their versions and hashes go into the run's provenance)."""
+        return []
+
+    def options(self) -> dict[str, Any]:
+        return {
+            **super().options(),
+            "score_mode": self.score_mode,
+            "conversation_aggregation": self.conversation_aggregation,
+            "judge": describe_judge(self.model_config),
+            "prompts": {p.name: {"version": p.version, "hash": p.hash} for p in self.prompts()},
+        }
+
+    # ------------------------------------------------------------------ outputs
+    def result(
+        self, score: float, *, reason: str | None = None, properties: Any = None, **extra: Any
+    ) -> Outputs:
+        out = super().result(score, reason=reason, properties=properties, **extra)
+        if self.gpt_alias:
+            out[f"gpt_{self.score_key}"] = score
+        return out
+
+    def failure(self, error: BaseException | str) -> Outputs:
+        out = super().failure(error)
+        props: dict[str, Any] = {"judge_model": describe_judge(self.model_config).get("model")}
+        if isinstance(error, JudgeReplyError) and error.reply is not None:
+            props["last_reply"] = error.reply[:2000]
+        out[f"{self.prefix}_properties"] = props
+        return out
+
+    async def _judge(
+        self,
+        prompt: PromptTemplate,
+        data: Mapping[str, str | None],
+        **kwargs: Any,
+    ) -> Judgement:
+        kwargs.setdefault("score_mode", self.score_mode)
+        kwargs.setdefault("scale", self.scale)
+        return await judge(self.client(), prompt, data, **kwargs)
+
+    def judged(self, j: Judgement, **extra: Any) -> Outputs:
+        """Outputs of one judgement."""
+        return self.result(j.score, reason=j.reason, properties=j.properties, **extra)
+
+    # ------------------------------------------------------------------ dispatch
+    async def _ascore(self, **inputs: Any) -> Outputs:
+        conversation = inputs.get("conversation")
+        if conversation is not None:
+            from touchstone.evaluators.conversation import score_conversation
+
+            return await score_conversation(self, conversation)
+        return await self._single(**inputs)
+
+    async def _single(self, **inputs: Any) -> Outputs:
+        raise NotImplementedError
+
+    async def _turn(self, turn: Any) -> Outputs:
+        """Outputs for one assistant turn of a conversation (see :mod:`.conversation`)."""
+        raise NotImplementedError(f"{self.metric} does not take a conversation")
+
+
+async def gather_outputs(evaluator: Evaluator, coros: Sequence[Any]) -> list[Outputs]:
+    """Run judgements concurrently; each one's failure (other than an aborted run) becomes a failure
+    dict, so one bad turn does not hide the others."""
+    from touchstone.errors import RunAbortedError
+
+    results = await asyncio.gather(*coros, return_exceptions=True)
+    outs: list[Outputs] = []
+    for r in results:
+        if isinstance(r, RunAbortedError):
+            raise r
+        if isinstance(r, BaseException):
+            if not isinstance(r, Exception):
+                raise r
+            outs.append(evaluator.failure(r))
+        else:
+            outs.append(r)
+    return outs
+
+
+__all__ = [
+    "JudgeEvaluator",
+    "JudgeReplyError",
+    "Judgement",
+    "describe_exception",
+    "expected_score",
+    "judge",
+    "no_judge_error",
+    "score_schema",
+]

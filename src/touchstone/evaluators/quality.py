@@ -1,0 +1,345 @@
+"""AI-assisted quality metrics judged by an LLM (SPEC 3.1, 3.2): groundedness, relevance, coherence,
+fluency, similarity, and the question-answering composite.
+
+Each takes a model configuration (``OpenAIModelConfiguration``, ``AzureOpenAIModelConfiguration`` or
+a plain dict), scores 1–5 (higher is better, pass threshold 3 by default) and returns the compatible
+SDK's keys: ``m``, ``gpt_m``, ``m_score``, ``m_passed``, ``m_result``, ``m_reason``, ``m_status``,
+``m_threshold``, ``m_properties`` (prompt version and hash, judge model, score mode), or ``m_error``
+when no score could be obtained. Those that accept ``conversation=`` judge each assistant turn and add
+``evaluation_per_turn``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from touchstone.data.kinds import as_text_list, context_documents
+from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
+from touchstone.evaluators.conversation import Turn
+from touchstone.evaluators.judging import Aggregation, JudgeEvaluator, Judgement, no_judge_error, score_schema
+from touchstone.evaluators.parsing import ParsedReply
+from touchstone.evaluators.prompting import PromptTemplate, format_answers, format_documents, load_prompt
+from touchstone.evaluators.registry import register
+
+_QUERY = InputSpec("query", "text", required=False, description="what the user asked")
+_RESPONSE = InputSpec("response", "text", required=False, description="the application's answer")
+_CONTEXT = InputSpec("context", "context", required=False, description="what the answer should be grounded in")
+_GROUND_TRUTH = InputSpec("ground_truth", "texts", required=False, description="the expected answer(s)")
+_CONVERSATION = InputSpec("conversation", "conversation", required=False, description="a chat: {messages, context?}")
+
+
+def context_block(context: Any) -> str:
+    """Context for a prompt: a string as is, documents with their ids and titles."""
+    if isinstance(context, str):
+        return context
+    return format_documents(context_documents(context))
+
+
+@register
+class GroundednessEvaluator(JudgeEvaluator):
+    """Whether every claim in the response is supported by the context (SPEC 3.1); claims true in the
+    world but not verifiable from the context are ungrounded. With ``conversation=``, each assistant
+    turn is checked against its retrieved documents (ungrounded facts listed first) and the
+    conversation's score is the **minimum** over turns (``conversation_aggregation="mean"`` or
+    ``"max"`` to change it)."""
+
+    metric = "groundedness"
+    prefix = "groundedness"
+    score_key = "groundedness"
+    inputs = (_QUERY, _RESPONSE, _CONTEXT, _CONVERSATION)
+    input_modes = (("response", "context"), ("conversation",))
+    description = "LLM judge: are the response's claims supported by the context (1-5)"
+    default_aggregation: ClassVar[Aggregation] = "min"
+
+    def __init__(self, model_config: Any, *, threshold: float | None = 3, **kwargs: Any) -> None:
+        super().__init__(model_config, threshold=threshold, **kwargs)
+
+    def prompts(self) -> list[PromptTemplate]:
+        return [load_prompt("groundedness"), load_prompt("groundedness_chat")]
+
+    async def _single(self, **inputs: Any) -> Outputs:
+        j = await self._judge(
+            load_prompt("groundedness"),
+            {"query": inputs.get("query"), "context": context_block(inputs["context"]), "response": inputs["response"]},
+        )
+        return self.judged(j)
+
+    async def _turn(self, turn: Turn) -> Outputs:
+        schema = score_schema(self.scale, {"ungrounded_facts": _FACTS_SCHEMA})
+        j = await self._judge(
+            load_prompt("groundedness_chat"),
+            {
+                "history": turn.history_text,
+                "query": turn.query,
+                "documents": format_documents(turn.documents),
+                "response": turn.response,
+            },
+            schema=schema,
+            check=_check_facts,
+        )
+        facts = (j.data or {}).get("ungrounded_facts")
+        j.properties["ungrounded_facts"] = facts if isinstance(facts, list) else None
+        return self.judged(j)
+
+
+_FACTS_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"fact": {"type": "string"}, "problem": {"type": "string", "enum": ["absent", "contradicts", "distorts"]}},
+        "required": ["fact", "problem"],
+        "additionalProperties": False,
+    },
+}
+
+
+def _check_facts(parsed: ParsedReply) -> str | None:
+    facts = (parsed.data or {}).get("ungrounded_facts")
+    if facts is not None and not isinstance(facts, list):
+        return 'the "ungrounded_facts" field is not a list'
+    return None
+
+
+@register
+class RelevanceEvaluator(JudgeEvaluator):
+    """How well the response addresses the main aspects of the query (SPEC 3.1). With
+    ``conversation=`` (SPEC 3.2): a turn whose assistant message carries ``ground_truth`` is rated
+    against it; otherwise the judge first writes a reference answer from the history, question and
+    retrieved documents alone, then rates the reply against it; a turn with no relevant document
+    retrieved is rated 5. ``domain`` names the application's field (e.g. ``"outdoor retail"``)."""
+
+    metric = "relevance"
+    prefix = "relevance"
+    score_key = "relevance"
+    inputs = (_QUERY, _RESPONSE, _CONTEXT, _CONVERSATION)
+    input_modes = (("query", "response"), ("conversation",))
+    description = "LLM judge: does the response address the query (1-5)"
+
+    def __init__(
+        self, model_config: Any, *, threshold: float | None = 3, domain: str = "general assistance", **kwargs: Any
+    ) -> None:
+        super().__init__(model_config, threshold=threshold, **kwargs)
+        self.domain = domain
+
+    @classmethod
+    def from_options(cls, *, model_config: Any = None, threshold: float | None = None, domain: str | None = None,
+                     score_mode: str | None = None, conversation_aggregation: str | None = None, **_: Any) -> JudgeEvaluator:
+        """The registry's factory (CLI): a clear error when no judge is configured."""
+        if model_config is None:
+            raise no_judge_error(cls.metric)
+        return cls(model_config, threshold=threshold, domain=domain or "general assistance",
+                   score_mode=score_mode or "sampled", conversation_aggregation=conversation_aggregation)
+
+    def options(self) -> dict[str, Any]:
+        return {**super().options(), "domain": self.domain}
+
+    def prompts(self) -> list[PromptTemplate]:
+        return [load_prompt("relevance"), load_prompt("relevance_chat"), load_prompt("relevance_ground_truth")]
+
+    async def _single(self, **inputs: Any) -> Outputs:
+        context = inputs.get("context")
+        j = await self._judge(
+            load_prompt("relevance"),
+            {
+                "query": inputs["query"],
+                "context": context_block(context) if context is not None else None,
+                "response": inputs["response"],
+            },
+        )
+        return self.judged(j)
+
+    async def _turn(self, turn: Turn) -> Outputs:
+        if turn.ground_truth is not None:
+            j = await self._judge(
+                load_prompt("relevance_ground_truth"),
+                {"history": turn.history_text, "query": turn.query, "ground_truth": turn.ground_truth, "response": turn.response},
+            )
+            j.properties["with_ground_truth"] = True
+            return self.judged(j)
+        prompt = load_prompt("relevance_chat")
+        if not turn.documents:
+            # SPEC 3.2: with no relevant document retrieved no reference answer can be written: 5
+            props = {**prompt.provenance(), "score_mode": "rule", "relevant_documents_found": False, "judge_model": None}
+            return self.result(
+                5, reason="No documents were retrieved for this turn, so no reference answer can be written; "
+                "rated 5 as the metric defines.", properties=props,
+            )
+        schema = score_schema(
+            self.scale, {"relevant_documents_found": {"type": "boolean"}, "reference_answer": {"type": "string"}}
+        )
+        j = await self._judge(
+            prompt,
+            {"history": turn.history_text, "query": turn.query, "documents": format_documents(turn.documents), "response": turn.response},
+            params={"domain": self.domain},
+            schema=schema,
+            check=_check_reference,
+        )
+        data = j.data or {}
+        j.properties["reference_answer"] = data.get("reference_answer")
+        found = data.get("relevant_documents_found")
+        j.properties["relevant_documents_found"] = found
+        if found is False and j.score != 5:
+            j.properties["judge_score"] = j.score
+            j.properties["score_mode"] = "rule"
+            j = Judgement(5, j.reason, j.data, j.properties)
+        return self.judged(j)
+
+
+def _check_reference(parsed: ParsedReply) -> str | None:
+    data = parsed.data or {}
+    found = data.get("relevant_documents_found")
+    if found is not None and not isinstance(found, bool):
+        return 'the "relevant_documents_found" field is not true or false'
+    if found is not False and data and not isinstance(data.get("reference_answer"), str):
+        return "the reply has no reference answer although relevant documents were found"
+    return None
+
+
+@register
+class CoherenceEvaluator(JudgeEvaluator):
+    """Whether the response's sentences fit together and read naturally as a whole (SPEC 3.1)."""
+
+    metric = "coherence"
+    prefix = "coherence"
+    score_key = "coherence"
+    inputs = (_QUERY, _RESPONSE, _CONVERSATION)
+    input_modes: ClassVar[tuple[tuple[str, ...], ...]] = (("query", "response"), ("conversation",))
+    description = "LLM judge: do the response's sentences fit together (1-5)"
+    prompt_name: ClassVar[str] = "coherence"
+
+    def __init__(self, model_config: Any, *, threshold: float | None = 3, **kwargs: Any) -> None:
+        super().__init__(model_config, threshold=threshold, **kwargs)
+
+    def prompts(self) -> list[PromptTemplate]:
+        return [load_prompt(self.prompt_name)]
+
+    async def _single(self, **inputs: Any) -> Outputs:
+        j = await self._judge(load_prompt(self.prompt_name), {"query": inputs.get("query"), "response": inputs["response"]})
+        return self.judged(j)
+
+    async def _turn(self, turn: Turn) -> Outputs:
+        j = await self._judge(
+            load_prompt(self.prompt_name), {"history": turn.history_text, "query": turn.query, "response": turn.response}
+        )
+        return self.judged(j)
+
+
+@register
+class FluencyEvaluator(CoherenceEvaluator):
+    """Grammar, syntax and vocabulary of the response's individual sentences (SPEC 3.1)."""
+
+    metric = "fluency"
+    prefix = "fluency"
+    score_key = "fluency"
+    inputs = (_QUERY, _RESPONSE, _CONVERSATION)
+    input_modes = (("response",), ("conversation",))
+    description = "LLM judge: grammar, syntax and vocabulary of the response (1-5)"
+    prompt_name: ClassVar[str] = "fluency"
+
+
+@register
+class SimilarityEvaluator(JudgeEvaluator):
+    """How equivalent the information in the response is to the correct answer (SPEC 3.1)."""
+
+    metric = "similarity"
+    prefix = "similarity"
+    score_key = "similarity"
+    inputs = (
+        InputSpec("query", "text", description="what the user asked"),
+        InputSpec("response", "text", description="the application's answer"),
+        InputSpec("ground_truth", "texts", description="the expected answer(s)"),
+    )
+    description = "LLM judge: is the response equivalent to the ground truth (1-5)"
+
+    def __init__(self, model_config: Any, *, threshold: float | None = 3, **kwargs: Any) -> None:
+        super().__init__(model_config, threshold=threshold, **kwargs)
+
+    def prompts(self) -> list[PromptTemplate]:
+        return [load_prompt("similarity")]
+
+    async def _single(self, **inputs: Any) -> Outputs:
+        j = await self._judge(
+            load_prompt("similarity"),
+            {
+                "query": inputs["query"],
+                "ground_truth": format_answers(as_text_list(inputs["ground_truth"])),
+                "response": inputs["response"],
+            },
+        )
+        return self.judged(j)
+
+
+@register
+class QAEvaluator(Evaluator):
+    """The question-answering composite: groundedness, relevance, coherence, fluency, similarity and
+    f1_score on one row, merged into one dict (each metric's own keys, each with its own threshold)."""
+
+    metric = "qa"
+    prefix = "qa"
+    score_key = "qa"
+    inputs = (
+        InputSpec("query", "text"),
+        InputSpec("response", "text"),
+        InputSpec("context", "context"),
+        InputSpec("ground_truth", "texts"),
+    )
+    description = "composite: groundedness, relevance, coherence, fluency, similarity, f1_score"
+    needs_judge = True
+    is_async = True
+
+    def __init__(
+        self,
+        model_config: Any,
+        *,
+        groundedness_threshold: float = 3,
+        relevance_threshold: float = 3,
+        coherence_threshold: float = 3,
+        fluency_threshold: float = 3,
+        similarity_threshold: float = 3,
+        f1_score_threshold: float = 0.5,
+        score_mode: str = "sampled",
+        **kwargs: Any,
+    ) -> None:
+        from touchstone.evaluators.text import F1ScoreEvaluator
+
+        super().__init__()
+        if model_config is None:
+            raise no_judge_error(self.metric)
+        self.model_config = model_config
+        self.parts: list[Evaluator] = [
+            GroundednessEvaluator(model_config, threshold=groundedness_threshold, score_mode=score_mode, **kwargs),
+            RelevanceEvaluator(model_config, threshold=relevance_threshold, score_mode=score_mode, **kwargs),
+            CoherenceEvaluator(model_config, threshold=coherence_threshold, score_mode=score_mode, **kwargs),
+            FluencyEvaluator(model_config, threshold=fluency_threshold, score_mode=score_mode, **kwargs),
+            SimilarityEvaluator(model_config, threshold=similarity_threshold, score_mode=score_mode, **kwargs),
+            F1ScoreEvaluator(threshold=f1_score_threshold),
+        ]
+
+    @classmethod
+    def from_options(cls, *, model_config: Any = None, score_mode: str | None = None, **_: Any) -> QAEvaluator:
+        """The registry's factory (CLI); per-metric thresholds keep their defaults."""
+        if model_config is None:
+            raise no_judge_error(cls.metric)
+        return cls(model_config, score_mode=score_mode or "sampled")
+
+    def options(self) -> dict[str, Any]:
+        return {ev.metric: ev.options() for ev in self.parts}
+
+    def failure(self, error: BaseException | str) -> Outputs:
+        out: Outputs = {}
+        for ev in self.parts:
+            out.update(ev.failure(error))
+        return out
+
+    async def _ascore(self, **inputs: Any) -> Outputs:
+        import asyncio
+
+        async def one(ev: Evaluator) -> Outputs:
+            wanted = {s.name for s in ev.inputs}
+            row = {k: v for k, v in inputs.items() if k in wanted}
+            return await ev.ascore(row)
+
+        out: Outputs = {}
+        for part in await asyncio.gather(*(one(ev) for ev in self.parts)):
+            out.update(part)
+        return out
