@@ -17,8 +17,9 @@ deployment, exhausted quota, a request the server rejects): the run stops with t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -95,18 +96,19 @@ class JudgeClient:
         """The model (or Azure deployment) name."""
         return self.config.model_name
 
-    def _session(self) -> JudgeSession:
+    def _session(self) -> tuple[JudgeSession, bool]:
+        """The run's session, else this handle's standalone session for the running loop."""
         from touchstone.judges.session import JudgeSession, current_session
 
         session = current_session()
         if session is not None:
-            return session
+            return session, False
         loop = asyncio.get_running_loop()
         session = self._standalone.get(loop)
         if session is None:
             session = JudgeSession(self.settings or JudgeSettings())
             self._standalone[loop] = session
-        return session
+        return session, True
 
     async def chat(
         self,
@@ -129,24 +131,44 @@ class JudgeClient:
         request token log-probabilities (dropped likewise when unsupported). For reasoning models
         temperature is not sent and ``max_tokens`` becomes ``max_completion_tokens``. ``validate``
         (optional) checks a reply; a ``ValueError`` from it makes the call retry."""
-        return await self._session().chat(
-            self.config,
-            messages,
-            json_schema=json_schema,
-            schema_name=schema_name,
-            logprobs=logprobs,
-            top_logprobs=top_logprobs,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            n=n,
-            validate=validate,
-        )
+        session, standalone = self._session()
+        async with _using(session, standalone):
+            return await session.chat(
+                self.config,
+                messages,
+                json_schema=json_schema,
+                schema_name=schema_name,
+                logprobs=logprobs,
+                top_logprobs=top_logprobs,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                n=n,
+                validate=validate,
+            )
 
     async def embed(self, texts: list[str], *, model: str | None = None) -> list[list[float]]:
         """Embeddings of ``texts`` (in order), in batched requests with the same concurrency, retry,
         cache and accounting as chat calls. ``model``: the embedding model (Azure: the deployment);
         default: the configuration's model."""
-        return await self._session().embed(self.config, texts, model=model)
+        session, standalone = self._session()
+        async with _using(session, standalone):
+            return await session.embed(self.config, texts, model=model)
+
+
+@contextlib.asynccontextmanager
+async def _using(session: JudgeSession, standalone: bool) -> AsyncIterator[None]:
+    """Outside a run, HTTP connections are closed when the last call in progress ends, so none is
+    left behind on an event loop that ``asyncio.run`` is about to close."""
+    if not standalone:
+        yield
+        return
+    session.users += 1
+    try:
+        yield
+    finally:
+        session.users -= 1
+        if session.users == 0:
+            await session.close_connections()
 
 
 def get_judge_client(model_config: ModelConfigLike, *, settings: JudgeSettings | None = None) -> JudgeClient:

@@ -68,6 +68,8 @@ class JudgeSession:
         }
         self.fallbacks: dict[str, list[str]] = {}
         self._rng = random.Random()
+        self._final_info: dict[str, Any] | None = None
+        self.users = 0
 
     # ------------------------------------------------------------------ resources
     @property
@@ -93,18 +95,26 @@ class JudgeSession:
             self._configs[key] = config
         return backend
 
-    async def aclose(self) -> None:
-        """Close HTTP clients and the cache."""
-        for backend in self._backends.values():
+    async def close_connections(self) -> None:
+        """Close the HTTP clients (they are opened again by the next call, with fresh limits)."""
+        backends = list(self._backends.values())
+        self._backends.clear()
+        for backend in backends:
             with contextlib.suppress(Exception):  # closing must not hide the run's own outcome
                 await backend.aclose()
-        self._backends.clear()
+
+    async def aclose(self) -> None:
+        """Close HTTP clients and the cache; :meth:`info` stays available."""
+        self._final_info = self.info()
+        await self.close_connections()
         if self._cache is not None:
             self._cache.close()
             self._cache = None
 
     def info(self) -> dict[str, Any]:
         """Provenance and counters, stored with the run (no secrets)."""
+        if self._final_info is not None and not self._backends:
+            return {**self._final_info, "stats": dict(self.stats)}
         models = []
         for key, config in self._configs.items():
             backend = self._backends.get(key)

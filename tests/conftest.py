@@ -1,0 +1,35 @@
+"""Shared fixtures. ``fake_openai``: a fake OpenAI-compatible server on 127.0.0.1 (a free port),
+scripted per test; see ``tests/fakes/openai_server.py``. Every test gets a private judge cache."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAIServer
+
+
+@pytest.fixture(autouse=True)
+def _private_judge_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Judge calls made by a test never read or write the user's ``~/.touchstone/cache.db``."""
+    monkeypatch.setenv("TOUCHSTONE_CACHE", str(tmp_path_factory.mktemp("judge-cache") / "cache.db"))
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    """A running fake server; set ``handler``, ``latency``, ``max_concurrency``, ``faults``... on it.
+    Use ``fake_openai.base_url`` as an OpenAI configuration's ``base_url``."""
+    server = FakeOpenAIServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def judge_config(fake_openai: FakeOpenAIServer) -> dict[str, str]:
+    """An OpenAI model configuration (plain dict) pointing at ``fake_openai``."""
+    return {"model": "fake-judge", "base_url": fake_openai.base_url, "api_key": "sk-test-not-a-real-key-0000"}
+
+

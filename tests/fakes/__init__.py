@@ -1,0 +1,1 @@
+"""Fakes used by the tests and benchmarks (a loopback OpenAI-compatible server)."""
