@@ -38,7 +38,9 @@ def tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.train_from_iterator(CORPUS, trainers.WordLevelTrainer(special_tokens=["<unk>", "<pad>", "<bos>", "<eos>"]))
+    tok.train_from_iterator(
+        CORPUS, trainers.WordLevelTrainer(special_tokens=["<unk>", "<pad>", "<bos>", "<eos>"])
+    )
     fast = transformers.PreTrainedTokenizerFast(
         tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", bos_token="<bos>", eos_token="<eos>"
     )

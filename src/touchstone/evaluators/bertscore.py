@@ -174,7 +174,7 @@ class BertScoreEvaluator(Evaluator):
                 import pandas as pd
 
                 row = pd.read_csv(self.baseline_path).iloc[self.num_layers].to_numpy()
-                baselines = torch.from_numpy(row)[1:].float()
+                baselines = torch.from_numpy(row.astype("float64"))[1:].float()  # as bert-score reads it
             fixed_idf = None
             if self.idf_sentences is not None:
                 fixed_idf = utils.get_idf_dict(self.idf_sentences, tokenizer, nthreads=0)
