@@ -98,7 +98,9 @@ def summary_table(summary: dict[str, dict[str, Any]], title: str | None = None) 
     table.add_column("n", justify="right")
     table.add_column("failed", justify="right")
     table.add_column("pass rate", justify="right")
-    for key, entry in summary.items():
+    for full_key, entry in summary.items():
+        name, _, sub = full_key.partition(".")
+        key = sub if sub == name else full_key  # "f1_score.f1_score" reads better as "f1_score"
         failed = entry.get("n_failed", 0)
         failed_text = f"[red]{failed}[/]" if failed else "0"
         if entry.get("corpus"):
@@ -267,8 +269,9 @@ def runs_command(
 
     run_store = RunStore(store)
     table = Table(title=f"runs in {run_store.path}")
-    for col in ("id", "name", "started", "status", "rows", "data", "metrics"):
-        table.add_column(col)
+    table.add_column("id", no_wrap=True, min_width=22)
+    for col in ("name", "started", "status", "rows", "data", "metrics"):
+        table.add_column(col, overflow="fold")
     for info in run_store.list_runs(limit):
         evaluators = ", ".join(info.config.get("evaluators", {}))
         table.add_row(
