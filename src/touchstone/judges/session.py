@@ -163,6 +163,7 @@ class JudgeSession:
         """See :meth:`touchstone.judges.client.JudgeClient.chat`."""
         if self.aborted is not None:
             raise self._abort_copy()
+        self._configs.setdefault(config.session_key(), config)
         request: dict[str, Any] = {
             "messages": messages,
             "json_schema": json_schema,
@@ -369,6 +370,7 @@ class JudgeSession:
         """See :meth:`touchstone.judges.client.JudgeClient.embed`."""
         if self.aborted is not None:
             raise self._abort_copy()
+        self._configs.setdefault(config.session_key(), config)
         name = model or config.model_name
         keys = [
             cache_key({"v": CACHE_VERSION, "kind": "embed", "provider": config.cache_identity(), "model": name, "text": t})
