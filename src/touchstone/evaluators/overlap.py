@@ -111,7 +111,8 @@ class _SacrebleuEvaluator(_OverlapEvaluator):
         return [int(x) for x in stats]
 
     def sentence_value(self, stats: list[int]) -> float:
-        return float(self._metric._compute_score_from_stats(list(stats)).score) / 100.0
+        # clamped: sacrebleu can return 100.00000000000004 for a perfect match
+        return min(1.0, float(self._metric._compute_score_from_stats(list(stats)).score) / 100.0)
 
     def value(self, response: str, truths: list[str]) -> float:
         return self.sentence_value(self.statistics(response, truths))
