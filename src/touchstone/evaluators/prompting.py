@@ -32,7 +32,7 @@ _OPEN = re.compile(r"<(\s*/?\s*)data", re.IGNORECASE)
 
 def escape_data(text: str) -> str:
     """Neutralise anything in ``text`` that could open or close a data block."""
-    return _OPEN.sub(lambda m: "&lt;" + m.group(1) + "data", text)
+    return _OPEN.sub(lambda m: "&lt;" + m.group(0)[1:], text)
 
 
 def delimit(name: str, text: str) -> str:
