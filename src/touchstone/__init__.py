@@ -15,28 +15,50 @@ from touchstone.errors import (
     UnknownMetricError,
 )
 from touchstone.evaluators.base import Evaluator, FunctionEvaluator, InputSpec
+from touchstone.evaluators.custom import FunctionMetric, RubricEvaluator, function_metric, metrics_from_file
+from touchstone.evaluators.quality import (
+    CoherenceEvaluator,
+    FluencyEvaluator,
+    GroundednessEvaluator,
+    QAEvaluator,
+    RelevanceEvaluator,
+    SimilarityEvaluator,
+)
 from touchstone.evaluators.registry import available as available_metrics
+from touchstone.evaluators.retrieval_judge import RetrievalEvaluator, RetrievalScoreEvaluator
 from touchstone.evaluators.text import ExactMatchEvaluator, F1ScoreEvaluator
 from touchstone.judges.config import AzureOpenAIModelConfiguration, OpenAIModelConfiguration
 from touchstone.store.sqlite import RunStore
 
 __all__ = [
     "AzureOpenAIModelConfiguration",
+    "CoherenceEvaluator",
     "ConfigurationError",
     "EvaluationFailedError",
     "EvaluationResult",
     "Evaluator",
     "ExactMatchEvaluator",
     "F1ScoreEvaluator",
+    "FluencyEvaluator",
     "FunctionEvaluator",
+    "FunctionMetric",
+    "GroundednessEvaluator",
     "InputSpec",
     "InputValidationError",
     "OpenAIModelConfiguration",
     "Problem",
+    "QAEvaluator",
+    "RelevanceEvaluator",
+    "RetrievalEvaluator",
+    "RetrievalScoreEvaluator",
+    "RubricEvaluator",
     "RunAbortedError",
     "RunStore",
+    "SimilarityEvaluator",
     "UnknownMetricError",
     "__version__",
     "available_metrics",
     "evaluate",
+    "function_metric",
+    "metrics_from_file",
 ]
