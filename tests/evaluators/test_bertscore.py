@@ -16,10 +16,40 @@ from touchstone.errors import ConfigurationError  # noqa: E402
 from touchstone.evaluators.bertscore import OFFLINE_MODEL_LAYER, BertScoreEvaluator  # noqa: E402
 
 MODEL = str(gt_model.get_model_path())
-WORDS = (
-    "the a cat dog sat ran on in mat park quickly slowly Paris capital France river bank money "
-    "interest rate café naïve über 東京 42 3.14 , . ! ? don't it's"
-).split()
+WORDS = [
+    "the",
+    "a",
+    "cat",
+    "dog",
+    "sat",
+    "ran",
+    "on",
+    "in",
+    "mat",
+    "park",
+    "quickly",
+    "slowly",
+    "Paris",
+    "capital",
+    "France",
+    "river",
+    "bank",
+    "money",
+    "interest",
+    "rate",
+    "café",
+    "naïve",
+    "über",
+    "東京",
+    "42",
+    "3.14",
+    ",",
+    ".",
+    "!",
+    "?",
+    "don't",
+    "it's",
+]
 
 
 def sentences(n: int, seed: int) -> list[str]:

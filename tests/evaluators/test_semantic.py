@@ -21,7 +21,29 @@ from touchstone.embeddings import EmbeddingBatcher, EmbeddingMemo, MissingDepend
 from touchstone.evaluators.registry import create  # noqa: E402
 from touchstone.evaluators.semantic import EmbeddingSimilarityEvaluator  # noqa: E402
 
-WORDS = "the a cat dog sat ran on in mat park Paris capital France river bank café 東京 42 , . ?".split()
+WORDS = [
+    "the",
+    "a",
+    "cat",
+    "dog",
+    "sat",
+    "ran",
+    "on",
+    "in",
+    "mat",
+    "park",
+    "Paris",
+    "capital",
+    "France",
+    "river",
+    "bank",
+    "café",
+    "東京",
+    "42",
+    ",",
+    ".",
+    "?",
+]
 
 
 def sentences(n: int, seed: int) -> list[str]:
@@ -170,3 +192,70 @@ async def test_batcher_failure_reaches_every_waiting_row_and_is_not_cached() -> 
     assert all(isinstance(r, RuntimeError) for r in results)
     assert (await batcher.embed(["x"]))[0].tolist() == [1.0]
     assert calls == 2
+
+
+# ------------------------------------------------------------------------------- embeddings API
+def served_cosine(response: str, truths: list[str], dim: int = 8) -> float:
+    from tests.fakes.openai_server import fake_embedding
+
+    a = np.asarray(fake_embedding(response, dim))
+    return max(
+        float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+        for b in (np.asarray(fake_embedding(t, dim)) for t in truths)
+    )
+
+
+def test_api_equals_cosine_of_served_vectors_with_few_requests(
+    tmp_path: Path, fake_openai: Any, judge_config: dict[str, str]
+) -> None:
+    rows = [
+        {
+            "response": f"answer {i % 9}",
+            "ground_truth": ["gold answer", f"other {i % 4}"] if i % 2 else "gold answer",
+        }
+        for i in range(120)
+    ]
+    ev = EmbeddingSimilarityEvaluator(model_config=judge_config, model="fake-embed")
+    assert ev.is_async
+    result = evaluate(data=rows, evaluators={"sim": ev}, store=tmp_path / "runs.db")
+    for row, out in zip(rows, result["rows"], strict=True):
+        gt = row["ground_truth"]
+        expected = served_cosine(row["response"], [gt] if isinstance(gt, str) else gt)
+        assert out["outputs.sim.embedding_similarity"] == pytest.approx(expected, abs=1e-6)
+    distinct = {t for row in rows for t in [row["response"], *np.atleast_1d(row["ground_truth"]).tolist()]}
+    calls = [r for r in fake_openai.requests if r.path.endswith("/embeddings")]
+    sent = [t for r in calls for t in r.body["input"]]
+    assert sorted(sent) == sorted(distinct)  # each distinct text once, in all
+    assert len(calls) <= 3  # 120 rows, 240+ texts: a handful of batched requests, not one per row
+    assert {r.body["model"] for r in calls} == {"fake-embed"}
+    # a second run of the same evaluator embeds nothing again
+    evaluate(data=rows, evaluators={"sim": ev}, store=tmp_path / "runs.db")
+    assert fake_openai.count_path("/embeddings") == len(calls)
+
+
+def test_api_direct_calls_and_failures(
+    tmp_path: Path, fake_openai: Any, judge_config: dict[str, str]
+) -> None:
+    ev = EmbeddingSimilarityEvaluator(model_config=judge_config)
+    out = ev(response="hello", ground_truth=["hi", "hello there"])
+    assert out["embedding_similarity"] == pytest.approx(
+        served_cosine("hello", ["hi", "hello there"]), abs=1e-6
+    )
+    batch = ev.score_batch([{"response": "a", "ground_truth": "b"}, {"response": "c", "ground_truth": "a"}])
+    assert batch[1]["embedding_similarity"] == pytest.approx(served_cosine("c", ["a"]), abs=1e-6)
+    assert ev.options()["provider"] == "api" and "sk-test" not in str(ev.options())
+
+    # a server that keeps failing: every row records the cause, none is scored as a number
+    fake_openai.faults = type(fake_openai.faults)(rate=1.0, kinds=("500",), attempts=100)
+    broken = EmbeddingSimilarityEvaluator(model_config={**judge_config, "model": "fake-2"})
+    result = evaluate(
+        data=[{"response": "x", "ground_truth": "y"}, {"response": "z", "ground_truth": "y"}],
+        evaluators={"sim": broken},
+        store=tmp_path / "runs.db",
+        max_retries=1,
+        backoff_base=0.01,
+    )
+    for row in result["rows"]:
+        assert row["outputs.sim.embedding_similarity_status"] == "failed"
+        assert "500" in row["outputs.sim.embedding_similarity_error"]
+        assert "outputs.sim.embedding_similarity" not in row
