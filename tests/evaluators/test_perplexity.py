@@ -120,3 +120,33 @@ def test_needs_a_model() -> None:
         PerplexityEvaluator()
     with pytest.raises(ConfigurationError, match="never downloaded"):
         PerplexityEvaluator(model="no-such-org/no-such-model")
+
+
+# ------------------------------------------------------------------- completions endpoint (echo)
+def test_completions_endpoint_prompt_logprobs(
+    tmp_path: Path, fake_openai: object, judge_config: dict
+) -> None:
+    from tests.fakes.openai_server import _tokens, fake_token_logprob
+
+    from touchstone import evaluate
+
+    texts = [f"the answer is {i % 6}, probably." for i in range(30)] + ["word"]
+    ev = PerplexityEvaluator(model="fake-lm", model_config=judge_config)
+    assert ev.is_async
+    result = evaluate(data=[{"response": t} for t in texts], evaluators={"ppl": ev}, store=tmp_path / "r.db")
+    total_nll, total_n = 0.0, 0
+    for text, row in zip(texts[:-1], result["rows"], strict=False):
+        tokens = _tokens(text)
+        nll = -sum(fake_token_logprob(t) for t in tokens[1:])  # the first token has no log-probability
+        assert row["outputs.ppl.perplexity"] == pytest.approx(math.exp(nll / (len(tokens) - 1)), rel=1e-9)
+    for text in texts[:-1]:
+        tokens = _tokens(text)
+        total_nll -= sum(fake_token_logprob(t) for t in tokens[1:])
+        total_n += len(tokens) - 1
+    assert "no token to predict" in result["rows"][-1]["outputs.ppl.perplexity_error"]
+    assert result["metrics"]["ppl.corpus_perplexity"] == pytest.approx(
+        math.exp(total_nll / total_n), rel=1e-9
+    )
+    calls = [r for r in fake_openai.requests if r.path.endswith("/completions")]  # type: ignore[attr-defined]
+    assert len(calls) <= 3 and sum(len(r.body["prompt"]) for r in calls) == 7  # distinct texts, batched
+    assert all(r.body["echo"] and r.body["max_tokens"] == 0 and r.body["model"] == "fake-lm" for r in calls)

@@ -1,7 +1,8 @@
 """A fake OpenAI-compatible server: real HTTP/1.1 on 127.0.0.1, for tests and benchmarks.
 
 Speaks ``POST /v1/chat/completions`` (messages, ``response_format``, ``logprobs``/``top_logprobs``,
-``n``, ``usage``), ``POST /v1/embeddings`` and ``GET /v1/models``, and the Azure OpenAI paths
+``n``, ``usage``), ``POST /v1/embeddings``, ``POST /v1/completions`` (``echo`` + ``logprobs`` only) and
+``GET /v1/models``, and the Azure OpenAI paths
 (``/openai/deployments/<name>/chat/completions?api-version=...``). Each test scripts it with a function
 from request to reply, and injects faults: fixed or random latency, a concurrency cap answered with 429
 and Retry-After, 500/502/503, requests that hang past the client's timeout, dropped connections,
@@ -427,6 +428,8 @@ class FakeOpenAIServer:
         request = FakeRequest("POST", path, headers, body, attempt)
         if path.endswith("/embeddings"):
             return (*self._embeddings(body), None, delay)
+        if path.endswith("/completions") and not path.endswith("/chat/completions"):
+            return (*text_completions(body), None, delay)
         if not path.endswith("/chat/completions"):
             return 404, self._error_body(f"unknown path {path}", "not_found"), {}, None, 0.0
         if body.get("response_format", {}).get("type") == "json_schema" and not self.supports_json_schema:
@@ -491,6 +494,34 @@ class FakeOpenAIServer:
         tokens = sum(max(1, len(str(t)) // 4) for t in texts)
         return 200, json.dumps({"object": "list", "data": data, "model": body.get("model", "fake-embed"),
                                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}).encode(), {}
+
+
+def fake_token_logprob(token: str) -> float:
+    """A deterministic log-probability in [-5, -0.05] for ``token`` (legacy completions)."""
+    return -0.05 - (int(hashlib.sha256(token.encode("utf-8")).hexdigest()[:6], 16) % 496) / 100
+
+
+def text_completions(body: dict[str, Any]) -> tuple[int, bytes, dict[str, str]]:
+    """``POST /v1/completions`` with ``echo`` and ``logprobs`` (prompt log-probabilities, as vLLM and
+    the legacy OpenAI API return them): each prompt is tokenised by ``_tokens``; the first token has no
+    log-probability (``None``), the others ``fake_token_logprob``. Nothing is generated."""
+    if not body.get("echo") or body.get("logprobs") is None:
+        err = {"error": {"message": "this fake only echoes prompts: set echo and logprobs", "type": "invalid_request_error"}}
+        return 400, json.dumps(err).encode(), {}
+    prompt = body.get("prompt")
+    prompts = [prompt] if isinstance(prompt, str) else list(prompt or [])
+    choices = []
+    for i, text in enumerate(prompts):
+        tokens = _tokens(str(text)) if text else []
+        offsets = [sum(len(t) for t in tokens[:k]) for k in range(len(tokens))]
+        logprobs = [None if k == 0 else fake_token_logprob(t) for k, t in enumerate(tokens)]
+        choices.append({"text": text, "index": i, "finish_reason": "length",
+                        "logprobs": {"tokens": tokens, "token_logprobs": logprobs, "top_logprobs": None,
+                                     "text_offset": offsets}})
+    used = sum(len(c["logprobs"]["tokens"]) for c in choices)
+    return 200, json.dumps({"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()),
+                            "model": body.get("model", "fake"), "choices": choices,
+                            "usage": {"prompt_tokens": used, "completion_tokens": 0, "total_tokens": used}}).encode(), {}
 
 
 def _as_reply(result: Reply | str | dict[str, Any] | None) -> Reply:

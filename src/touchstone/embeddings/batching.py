@@ -61,11 +61,21 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 class EmbeddingBatcher:
     """Collects texts from concurrent callers and embeds them in batched requests through ``embed``.
 
+    Any per-text vector works (perplexity batches ``[NLL, tokens]`` with ``dtype=np.float64``).
     Bound to the event loop it is first used on; used from another loop (``evaluator(...)`` runs
     each call on a fresh loop), it starts over with the same memo."""
 
-    def __init__(self, embed: EmbedFn, memo: EmbeddingMemo, *, max_batch: int = 256, window_s: float = 0.005):
+    def __init__(
+        self,
+        embed: EmbedFn,
+        memo: EmbeddingMemo,
+        *,
+        max_batch: int = 256,
+        window_s: float = 0.005,
+        dtype: Any = np.float32,
+    ):
         self._embed = embed
+        self.dtype = dtype
         self.memo = memo
         self.max_batch = max(1, int(max_batch))
         self.window_s = float(window_s)
@@ -123,7 +133,7 @@ class EmbeddingBatcher:
             if len(vectors) != len(batch):
                 raise ValueError(f"the embeddings API returned {len(vectors)} vectors for {len(batch)} texts")
             for text, vector in zip(batch, vectors, strict=True):
-                array = np.asarray(vector, dtype=np.float32)
+                array = np.asarray(vector, dtype=self.dtype)
                 self.memo.put(text, array)
                 future = self._pending.pop(text, None)
                 if future is not None and not future.done():

@@ -288,7 +288,9 @@ class PerplexityEvaluator(Evaluator):
             self.model_name = self.local.name
         else:
             self.api = CompletionsLogprobs(model_config, None if model is None else os.fspath(model))
-            self.batcher = EmbeddingBatcher(self.api.statistics, self.memo, max_batch=max_batch)
+            self.batcher = EmbeddingBatcher(
+                self.api.statistics, self.memo, max_batch=max_batch, dtype=np.float64
+            )
             self.model_name = self.api.model
             self.is_async = True  # type: ignore[misc]
 
