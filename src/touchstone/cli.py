@@ -153,6 +153,18 @@ def eval_command(
     ),
     workers: int | None = typer.Option(None, "--workers", help="Processes for CPU-bound metrics (default: all cores on large inputs)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    judge_model: str | None = typer.Option(
+        None, "--judge-model", help="Judge model for LLM-judged metrics (default: $TOUCHSTONE_JUDGE_MODEL, else gpt-4o-mini)."
+    ),
+    judge_base_url: str | None = typer.Option(
+        None, "--judge-base-url", help="OpenAI-compatible base URL of the judge (default: $OPENAI_BASE_URL)."
+    ),
+    score_mode: str | None = typer.Option(
+        None, "--score-mode", help="Judge scores: 'sampled' (default) or 'logprobs' (probability-weighted expectation)."
+    ),
+    metric_file: Path | None = typer.Option(
+        None, "--metric-file", help="YAML file of custom metrics (rubrics or Python functions), all added to the run."
+    ),
 ) -> None:
     """Evaluate DATA with the chosen metrics, print a summary table, store the run."""
     from touchstone.engine.runner import evaluate
@@ -165,7 +177,18 @@ def eval_command(
         threshold_values = _floats(thresholds, "--threshold")
         minimum_values = _floats(minimums, "--min")
         evaluator_config = _mapping_config(_pairs(maps, "--map"))
-        evaluators = build_evaluators(metric_names, threshold_values, {})
+        from touchstone.evaluators.judging import configured_judge
+
+        judge = configured_judge(judge_model, judge_base_url)
+        file_metrics: dict[str, Any] = {}
+        if metric_file is not None:
+            from touchstone.evaluators.custom import split_file_metrics
+
+            metric_names, threshold_values, file_metrics = split_file_metrics(
+                metric_file, metric_names, threshold_values, model_config=judge, score_mode=score_mode
+            )
+        options = {"model_config": judge, "score_mode": score_mode}
+        evaluators = {**build_evaluators(metric_names, threshold_values, options), **file_metrics}
         run_store = RunStore(store)
         with _progress(quiet) as (progress, task):
 

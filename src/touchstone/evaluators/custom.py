@@ -294,3 +294,20 @@ def metrics_from_file(
             description=str(item.get("description") or ""),
         )
     return out
+
+
+def split_file_metrics(
+    path: str | Path,
+    metric_names: Sequence[str],
+    thresholds: Mapping[str, float],
+    *,
+    model_config: Any = None,
+    score_mode: str | None = None,
+) -> tuple[list[str], dict[str, float], dict[str, Evaluator]]:
+    """For the command line's ``--metric-file``: the metrics the file defines (all of them, built),
+    and the chosen names and thresholds left for the registry (those the file does not define)."""
+    names = [d["name"] for d in load_metric_definitions(path)]
+    file_thresholds = {k: v for k, v in thresholds.items() if k in names}
+    built = metrics_from_file(path, model_config=model_config, thresholds=file_thresholds, score_mode=score_mode)
+    rest = [m for m in metric_names if m not in built]
+    return rest, {k: v for k, v in thresholds.items() if k not in built}, built

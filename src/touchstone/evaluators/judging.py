@@ -428,3 +428,19 @@ __all__ = [
     "no_judge_error",
     "score_schema",
 ]
+
+
+_JUDGE_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TOUCHSTONE_JUDGE_MODEL", "AZURE_OPENAI_ENDPOINT")
+
+
+def configured_judge(model: str | None = None, base_url: str | None = None) -> Any:
+    """The judge configuration the command line uses: from ``--judge-model``/``--judge-base-url``
+    with the environment as fallback, or None when neither names a judge (so that a judge metric can
+    say how to configure one before anything runs)."""
+    import os
+
+    if not (model or base_url or any(os.environ.get(name) for name in _JUDGE_ENV)):
+        return None
+    from touchstone.judges.config import model_config_from_env
+
+    return model_config_from_env(model, base_url=base_url)
