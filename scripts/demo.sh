@@ -9,3 +9,14 @@ for m in bleu_score rouge gleu_score chrf_score; do
 done
 echo "touchstone eval examples/qa.jsonl -m $metrics --out out/demo"
 .venv/bin/touchstone eval examples/qa.jsonl -m "$metrics" --out out/demo
+# Judge metrics (LLM-judged) only when a judge is configured in the environment.
+if [ -n "${OPENAI_API_KEY:-}${OPENAI_BASE_URL:-}${AZURE_OPENAI_ENDPOINT:-}${TOUCHSTONE_JUDGE_MODEL:-}" ]; then
+  judged="groundedness,relevance,coherence,fluency,similarity,retrieval,retrieval_score"
+  echo "touchstone eval examples/qa.jsonl -m $judged --out out/demo-judge"
+  .venv/bin/touchstone eval examples/qa.jsonl -m "$judged" --out out/demo-judge
+  chat="groundedness,relevance,coherence,fluency,retrieval_score"
+  echo "touchstone eval examples/chat.jsonl -m $chat --out out/demo-chat"
+  .venv/bin/touchstone eval examples/chat.jsonl -m "$chat" --out out/demo-chat
+else
+  echo "judge metrics (groundedness, relevance, coherence, fluency, similarity, retrieval) are off: set OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server, TOUCHSTONE_JUDGE_MODEL for the model) and run make demo again"
+fi
