@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest, schema_instance
 from typer.testing import CliRunner
 
-from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest, schema_instance
 from touchstone.cli import app
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
