@@ -165,6 +165,26 @@ def eval_command(
     metric_file: Path | None = typer.Option(
         None, "--metric-file", help="YAML file of custom metrics (rubrics or Python functions), all added to the run."
     ),
+    azure_endpoint: str | None = typer.Option(
+        None, "--azure-endpoint", help="Azure OpenAI endpoint of the judge (default: $AZURE_OPENAI_ENDPOINT)."
+    ),
+    azure_deployment: str | None = typer.Option(
+        None, "--azure-deployment", help="Azure OpenAI deployment of the judge (default: $AZURE_OPENAI_DEPLOYMENT)."
+    ),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", help="Most judge requests in flight (default 32; halves on 429 and climbs back)."
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the judge response cache."),
+    resume: str | None = typer.Option(
+        None, "--resume", help="Resume an interrupted run: its stored scores are kept, the rest is computed."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the number of judge calls and an estimate of tokens and cost; call nothing."
+    ),
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per judge request (default 60)."),
+    max_retries: int | None = typer.Option(
+        None, "--max-retries", help="Retries of a judge call after a transient error (default 6)."
+    ),
 ) -> None:
     """Evaluate DATA with the chosen metrics, print a summary table, store the run."""
     from touchstone.engine.runner import evaluate
@@ -179,7 +199,29 @@ def eval_command(
         evaluator_config = _mapping_config(_pairs(maps, "--map"))
         from touchstone.evaluators.judging import configured_judge
 
-        judge = configured_judge(judge_model, judge_base_url)
+        stored = _stored_run(store, resume) if resume else None
+        if stored is not None:  # the interrupted run's own metrics, thresholds and mapping
+            metric_names, threshold_values, evaluator_config, stored_judge = stored
+        if azure_endpoint or azure_deployment:
+            from touchstone.judges.config import model_config_from_env
+
+            judge: Any = model_config_from_env(
+                judge_model, azure_endpoint=azure_endpoint, azure_deployment=azure_deployment
+            )
+        elif stored is not None and stored_judge is not None and not (judge_model or judge_base_url):
+            judge = stored_judge
+        else:
+            judge = configured_judge(judge_model, judge_base_url)
+        judge_options: dict[str, Any] = {
+            k: v
+            for k, v in {
+                "concurrency": concurrency,
+                "cache": False if no_cache else None,
+                "timeout": timeout,
+                "max_retries": max_retries,
+            }.items()
+            if v is not None
+        }
         file_metrics: dict[str, Any] = {}
         if metric_file is not None:
             from touchstone.evaluators.custom import split_file_metrics
@@ -189,6 +231,17 @@ def eval_command(
             )
         options = {"model_config": judge, "score_mode": score_mode}
         evaluators = {**build_evaluators(metric_names, threshold_values, options), **file_metrics}
+        if dry_run:
+            from touchstone.judges.config import JudgeSettings
+            from touchstone.judges.dryrun import estimate
+
+            est = estimate(
+                data=str(data), evaluators=evaluators, evaluator_config=evaluator_config,
+                settings=JudgeSettings.from_options(judge_options),
+            )
+            for line in est.lines():
+                out.print(line, highlight=False)
+            raise typer.Exit(0)
         run_store = RunStore(store)
         with _progress(quiet) as (progress, task):
 
@@ -204,6 +257,8 @@ def eval_command(
                 store=run_store,
                 progress=on_progress,
                 workers=workers,
+                resume=resume,
+                **judge_options,
             )
     except (InputValidationError, ConfigurationError) as exc:
         raise _fail_input(str(exc)) from None
@@ -230,6 +285,39 @@ def eval_command(
     if below:
         code = EXIT_GATE
     raise typer.Exit(code)
+
+
+def _stored_run(
+    store: Path | None, run_id: str
+) -> tuple[list[str], dict[str, float], dict[str, Any], Any]:
+    """Metric names, thresholds, evaluator configuration and judge configuration (without secrets:
+    keys come from the environment again) of a stored run, to resume it as it was started."""
+    from touchstone.store.sqlite import RunStore
+
+    info = RunStore(store).get_run(run_id)
+    if info is None:
+        raise ConfigurationError(f"no run {run_id!r} in the store {RunStore(store).path}")
+    names: list[str] = []
+    thresholds: dict[str, float] = {}
+    judge: Any = None
+    for name, ev in (info.config.get("evaluators") or {}).items():
+        names.append(ev.get("metric") or name)
+        opts = ev.get("options") or {}
+        if isinstance(opts.get("threshold"), (int, float)):
+            thresholds[ev.get("metric") or name] = float(opts["threshold"])
+        described = opts.get("judge")
+        if judge is None and isinstance(described, dict) and described.get("model"):
+            from touchstone.judges.config import AzureOpenAIModelConfiguration, OpenAIModelConfiguration
+
+            if described.get("azure_endpoint"):
+                judge = AzureOpenAIModelConfiguration(
+                    azure_endpoint=described["azure_endpoint"],
+                    azure_deployment=described["model"],
+                    api_version=described.get("api_version"),
+                )
+            else:
+                judge = OpenAIModelConfiguration(described["model"], base_url=described.get("base_url"))
+    return names, thresholds, dict(info.config.get("evaluator_config") or {}), judge
 
 
 class _progress:

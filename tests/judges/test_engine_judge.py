@@ -120,3 +120,21 @@ def test_row_failure_is_recorded_and_run_continues(fake_openai: FakeOpenAIServer
     assert failed and len(failed) < 20
     assert all("503" in r["outputs.judge.toy_judge_error"] for r in failed)
     assert result.run["judge"]["stats"]["failed_calls"] == len(failed)
+
+
+def test_dry_run_counts_calls_without_calling(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    from touchstone.judges.dryrun import estimate
+
+    fake_openai.handler = toy_judge_handler
+    model = {**config(fake_openai), "model": "gpt-4o-mini"}
+    est = estimate(data=rows(12), evaluators={"judge": ToyJudgeEvaluator(model)})
+    assert fake_openai.count == 0
+    assert est.rows == 12 and est.calls == 12 and est.prompt_tokens > 12
+    assert est.cost_usd is not None and est.cost_usd > 0
+    assert "12 judge calls" in est.lines()[0]
+
+
+def test_keys_in_options_are_not_stored(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    fake_openai.handler = toy_judge_handler
+    run(fake_openai, tmp_path, rows(2), cache=False, model_config=config(fake_openai))
+    assert KEY.encode() not in (tmp_path / "runs.db").read_bytes()

@@ -136,7 +136,7 @@ def _run_config(
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
     source = str(data) if isinstance(data, (str, os.PathLike)) else f"<{type(data).__name__}>"
-    return {
+    return _without_secrets({
         "data": source,
         "evaluators": {
             n: {"metric": ev.metric, "class": f"{type(ev).__module__}.{type(ev).__qualname__}", "options": ev.options()}
@@ -148,7 +148,19 @@ def _run_config(
         "options": {k: v for k, v in options.items() if _json_safe(v)},
         "package_version": __version__,
         "python": sys.version.split()[0],
-    }
+    })
+
+
+_SECRET_KEYS = frozenset({"api_key", "azure_ad_token_provider", "credential", "token", "password", "secret"})
+
+
+def _without_secrets(value: Any) -> Any:
+    """The stored configuration never holds a key, even one passed inside a plain-dict option."""
+    if isinstance(value, Mapping):
+        return {k: _without_secrets(v) for k, v in value.items() if str(k).lower() not in _SECRET_KEYS}
+    if isinstance(value, list):
+        return [_without_secrets(v) for v in value]
+    return value
 
 
 def _json_safe(value: Any) -> bool:
