@@ -32,7 +32,7 @@ SDK_SCRIPT = r"""
 import json, sys, time, os
 from azure.ai.evaluation import GroundednessEvaluator, OpenAIModelConfiguration, evaluate
 args = json.loads(sys.argv[1])
-cfg = OpenAIModelConfiguration(model="gpt-4o-mini", base_url=args["base_url"], api_key="sk-bench")
+cfg = OpenAIModelConfiguration(type="openai", model="gpt-4o-mini", base_url=args["base_url"], api_key="sk-bench")
 ev = GroundednessEvaluator(model_config=cfg)
 t = time.perf_counter()
 res = evaluate(data=args["data"], evaluators={"groundedness": ev}, output_path=args["out"])
