@@ -145,8 +145,15 @@ class RankingEvaluator(Evaluator):
     @staticmethod
     def _prepare(row: Mapping[str, Any]) -> tuple[list[int], list[int]]:
         """(labels of the retrieved documents in rank order, all labels of the ground truth)."""
-        labels = relevance_labels(row["retrieval_ground_truth"])
-        ids = dedupe(ranked_ids(row["retrieved_documents"]))
+        truth = row["retrieval_ground_truth"]
+        retrieved = row["retrieved_documents"]
+        # fast path for the common shapes (plain string ids), without per-item ABC checks
+        labels = dict.fromkeys(truth, 1) if all(type(v) is str for v in truth) else relevance_labels(truth)
+        ids = (
+            dict.fromkeys(retrieved)
+            if all(type(v) is str for v in retrieved)
+            else dedupe(ranked_ids(retrieved))
+        )
         get = labels.get
         return [get(d, 0) for d in ids], list(labels.values())
 
