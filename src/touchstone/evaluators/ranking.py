@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from itertools import count, repeat
 from typing import Any, ClassVar
 
 import numpy as np
@@ -51,6 +52,9 @@ _RANKING_INPUTS = (
 )
 
 GAINS = ("exponential", "linear")
+_STR = {str}
+_DICT = {dict}
+_INT = {int}
 
 
 def dedupe(ids: Sequence[str]) -> list[str]:
@@ -115,25 +119,42 @@ class RankingEvaluator(Evaluator):
         return self.score_batch([inputs])[0]
 
     def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
-        prepared: list[tuple[list[int], list[int]] | None] = []
+        # Sparse preparation: per row, the rank of each retrieved id (one C-level dict build) and,
+        # for each labelled id, its rank (-1 when not retrieved) and label -- about a dozen values per
+        # row instead of one per retrieved document. numpy scatters them into the n x W label matrix.
+        n_lists: list[int] = []  # deduplicated length of each good row's retrieved list
+        t_lens: list[int] = []  # number of labelled ids of each good row
+        t_pos: list[int] = []  # flat: rank of each labelled id in its row's ranking, -1 if absent
+        t_lab: list[int] = []  # flat: its label
         errors: dict[int, BaseException] = {}
+        prepare = self._prepare
         for i, row in enumerate(rows):
             try:
-                prepared.append(self._prepare(row))
+                labels, pos = prepare(row)
             except Exception as exc:  # a failed score is data, recorded with its cause
                 errors[i] = exc
-                prepared.append(None)
-        good = [p for p in prepared if p is not None]
-        columns = self.compute([p[0] for p in good], [p[1] for p in good]) if good else {}
-        out: list[Outputs] = []
-        j = 0
-        for i, p in enumerate(prepared):
-            if p is None:
-                out.append(self.failure(errors[i]))
                 continue
-            values = {key: float(col[j]) for key, col in columns.items()}
-            j += 1
-            out.append(self._outputs(values))
+            n_lists.append(len(pos))
+            t_lens.append(len(labels))
+            t_pos.extend(map(pos.get, labels, repeat(-1)))
+            t_lab.extend(labels.values())
+        n = len(n_lists)
+        columns = self._compute_sparse(n_lists, t_lens, t_pos, t_lab) if n else {}
+        keys = list(columns)
+        # Python floats, as float(np.float64) gives
+        values_rows = zip(
+            *(np.asarray(col, dtype=np.float64).tolist() for col in columns.values()), strict=True
+        )
+        if self.threshold is None:
+            good = [dict(zip(keys, v, strict=True)) for v in values_rows]
+        else:
+            good = [self._outputs(dict(zip(keys, v, strict=True))) for v in values_rows]
+        if not errors:
+            return good
+        out: list[Outputs] = []
+        it = iter(good)
+        for i in range(len(rows)):
+            out.append(self.failure(errors[i]) if i in errors else next(it))
         return out
 
     def _outputs(self, values: dict[str, float]) -> Outputs:
@@ -143,41 +164,85 @@ class RankingEvaluator(Evaluator):
         return {**values, **{k: v for k, v in self.result(main).items() if k != self.score_key}}
 
     @staticmethod
-    def _prepare(row: Mapping[str, Any]) -> tuple[list[int], list[int]]:
-        """(labels of the retrieved documents in rank order, all labels of the ground truth)."""
+    def _prepare(row: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+        """(all labels of the ground truth as ``{id: label}``, the 0-based rank of each retrieved id
+        after deduplication as ``{id: rank}``)."""
         truth = row["retrieval_ground_truth"]
         retrieved = row["retrieved_documents"]
-        # fast path for the common shapes (plain string ids), without per-item ABC checks
-        labels = dict.fromkeys(truth, 1) if all(type(v) is str for v in truth) else relevance_labels(truth)
-        ids = (
-            dict.fromkeys(retrieved)
-            if all(type(v) is str for v in retrieved)
-            else dedupe(ranked_ids(retrieved))
-        )
-        get = labels.get
-        return [get(d, 0) for d in ids], list(labels.values())
+        # fast paths for the common shapes (str ids, int labels in plain dicts), checked with C-level
+        # set(map(type, ...)) instead of per-item isinstance chains; anything else takes the general
+        # conversion (relevance_labels / ranked_ids), which also raises the errors
+        labels: dict[str, int] | None = None
+        tt = set(map(type, truth))
+        if tt == _STR:
+            labels = dict.fromkeys(truth, 1)
+        elif tt == _DICT:
+            try:
+                labels = {g["document_id"]: g["query_relevance_label"] for g in truth}
+            except Exception:  # the general conversion below decides (and raises its own error)
+                labels = None
+            else:
+                if not (set(map(type, labels)) <= _STR and set(map(type, labels.values())) <= _INT):
+                    labels = None
+        if labels is None:
+            labels = relevance_labels(truth)
+        if type(retrieved) is list and set(map(type, retrieved)) == _STR:
+            pos = dict(zip(retrieved, count()))
+            if len(pos) != len(retrieved):  # duplicates: each id at its first rank
+                pos = dict(zip(dict.fromkeys(retrieved), count()))
+        else:
+            pos = dict(zip(dedupe(ranked_ids(retrieved)), count()))
+        return labels, pos
+
+    def _compute_sparse(
+        self, n_lists: Sequence[int], t_lens: Sequence[int], t_pos: Sequence[int], t_lab: Sequence[int]
+    ) -> dict[str, np.ndarray]:
+        n = len(n_lists)
+        lengths = np.fromiter(n_lists, dtype=np.int64, count=n)
+        width = int(lengths.max()) if n else 0
+        tl = np.fromiter(t_lens, dtype=np.int64, count=n)
+        total = int(tl.sum())
+        tpos = np.fromiter(t_pos, dtype=np.int64, count=total)
+        tlab = np.fromiter(t_lab, dtype=np.int64, count=total)
+        trow = np.repeat(np.arange(n), tl)
+        ret = np.zeros((n, width), dtype=np.int64)  # unretrieved positions and unlabelled ids: 0
+        found = tpos >= 0
+        ret[trow[found], tpos[found]] = tlab[found]
+        tmax = int(tl.max()) if n else 0
+        truth = np.zeros((n, tmax), dtype=np.int64)
+        truth[trow, np.arange(total) - np.repeat(np.cumsum(tl) - tl, tl)] = tlab
+        return self._compute_matrix(ret, truth)
 
     def compute(
         self, retrieved: Sequence[Sequence[int]], truth: Sequence[Sequence[int]]
     ) -> dict[str, np.ndarray]:
         """All metrics for many queries at once: ``retrieved[q]`` holds the labels of query ``q``'s
         retrieved documents in rank order (0 when unlabelled), ``truth[q]`` all its labels."""
-        n = len(retrieved)
+        return self._compute_matrix(_padded(retrieved), _padded(truth))
+
+    def _compute_matrix(self, ret: np.ndarray, truth: np.ndarray) -> dict[str, np.ndarray]:
+        """The metrics from ``ret`` (n x W labels of the retrieved documents in rank order, 0 padded)
+        and ``truth`` (n x T labels of the ground truth, 0 padded; pads are never relevant: t > 0)."""
+        n = ret.shape[0]
         t = self.relevance_threshold
         kmax = max(self.ks)
-        ret = _padded(retrieved)  # n x W, pad 0 (never relevant: t > 0)
         width = ret.shape[1]
         rel = ret >= t
         hits = np.cumsum(rel, axis=1, dtype=np.int64)
-        n_rel = _count_at_least(truth, t)
+        truth_rel = truth >= t
+        n_rel = truth_rel.sum(axis=1, dtype=np.int64)
         safe_n_rel = np.maximum(n_rel, 1)
 
         gains = self._gain(np.where(rel, ret, 0))
-        ideal = _padded([sorted(labels, reverse=True)[:kmax] for labels in truth], min_width=kmax)
-        ideal_gains = self._gain(np.where(ideal >= t, ideal, 0))
+        # ideal ordering: the labels sorted descending; only labels >= t have a gain, so sorting the
+        # relevant ones (others as 0) gives the same ideal gains as sorting all labels
+        ideal = -np.sort(-np.where(truth_rel, truth, 0), axis=1)[:, :kmax]
+        if ideal.shape[1] < kmax:
+            ideal = np.pad(ideal, ((0, 0), (0, kmax - ideal.shape[1])))
+        ideal_gains = self._gain(ideal)
         discount = 1.0 / np.log2(np.arange(2, max(width, kmax) + 2, dtype=np.float64))
         dcg = np.cumsum(gains * discount[:width], axis=1) if width else np.zeros((n, 0))
-        idcg = np.cumsum(ideal_gains[:, :kmax] * discount[:kmax], axis=1)
+        idcg = np.cumsum(ideal_gains * discount[:kmax], axis=1)
 
         out: dict[str, np.ndarray] = {}
         for k in self.ks:
@@ -221,10 +286,6 @@ def _padded(lists: Sequence[Sequence[int]], min_width: int = 0) -> np.ndarray:
         col = np.arange(total) - np.repeat(starts, lengths)
         out[row, col] = flat
     return out
-
-
-def _count_at_least(lists: Sequence[Sequence[int]], t: float) -> np.ndarray:
-    return np.fromiter((sum(1 for v in x if v >= t) for x in lists), dtype=np.int64, count=len(lists))
 
 
 # ------------------------------------------------------------------------------- document retrieval
