@@ -31,6 +31,10 @@ class EmbeddingMemo:
     def __len__(self) -> int:
         return len(self._data)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy sent to a worker process starts empty: a cache, not state worth pickling per batch.
+        return {"max_entries": self.max_entries, "_data": OrderedDict(), "hits": 0, "misses": 0}
+
     def get(self, text: str) -> np.ndarray | None:
         vector = self._data.get(text)
         if vector is None:

@@ -82,6 +82,9 @@ class BertScoreEvaluator(Evaluator):
     description = "BERTScore precision/recall/F1 with a local model (bert-score)"
     value_range = "0-1 (rescaled: may be below 0)"
     default_threshold: ClassVar[float | None] = 0.6
+    min_batch_rows: ClassVar[int] = 1024
+    """Rows per ``score_batch`` call below which a model's batched forward passes lose efficiency (less
+    length-sorting, more padding, more per-call overhead); a hint for the engine's chunking."""
 
     def __init__(
         self,

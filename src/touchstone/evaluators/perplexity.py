@@ -252,6 +252,9 @@ class PerplexityEvaluator(Evaluator):
     value_range = ">=1"
     higher_is_better = False
     default_threshold: ClassVar[float | None] = None
+    min_batch_rows: ClassVar[int] = 1024
+    """Rows per ``score_batch`` call below which a model's batched forward passes lose efficiency (less
+    length-sorting, more padding, more per-call overhead); a hint for the engine's chunking."""
 
     def __init__(
         self,

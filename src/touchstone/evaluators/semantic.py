@@ -61,6 +61,9 @@ class EmbeddingSimilarityEvaluator(Evaluator):
     description = "cosine between response and ground-truth embeddings (local model or embeddings API)"
     value_range = "-1-1 (cosine)"
     default_threshold: ClassVar[float | None] = 0.5
+    min_batch_rows: ClassVar[int] = 1024
+    """Rows per ``score_batch`` call below which a model's batched forward passes lose efficiency (less
+    length-sorting, more padding, more per-call overhead); a hint for the engine's chunking."""
 
     def __init__(
         self,
