@@ -15,7 +15,17 @@ from touchstone.errors import (
     UnknownMetricError,
 )
 from touchstone.evaluators.base import Evaluator, FunctionEvaluator, InputSpec
+from touchstone.evaluators.bertscore import BertScoreEvaluator
 from touchstone.evaluators.custom import FunctionMetric, RubricEvaluator, function_metric, metrics_from_file
+from touchstone.evaluators.overlap import (
+    BleuScoreEvaluator,
+    ChrfScoreEvaluator,
+    GleuScoreEvaluator,
+    MeteorScoreEvaluator,
+    RougeScoreEvaluator,
+    RougeType,
+)
+from touchstone.evaluators.perplexity import PerplexityEvaluator
 from touchstone.evaluators.quality import (
     CoherenceEvaluator,
     FluencyEvaluator,
@@ -24,16 +34,23 @@ from touchstone.evaluators.quality import (
     RelevanceEvaluator,
     SimilarityEvaluator,
 )
+from touchstone.evaluators.ranking import DocumentRetrievalEvaluator, RankingEvaluator
 from touchstone.evaluators.registry import available as available_metrics
 from touchstone.evaluators.retrieval_judge import RetrievalEvaluator, RetrievalScoreEvaluator
+from touchstone.evaluators.semantic import EmbeddingSimilarityEvaluator
 from touchstone.evaluators.text import ExactMatchEvaluator, F1ScoreEvaluator
 from touchstone.judges.config import AzureOpenAIModelConfiguration, OpenAIModelConfiguration
 from touchstone.store.sqlite import RunStore
 
 __all__ = [
     "AzureOpenAIModelConfiguration",
+    "BertScoreEvaluator",
+    "BleuScoreEvaluator",
+    "ChrfScoreEvaluator",
     "CoherenceEvaluator",
     "ConfigurationError",
+    "DocumentRetrievalEvaluator",
+    "EmbeddingSimilarityEvaluator",
     "EvaluationFailedError",
     "EvaluationResult",
     "Evaluator",
@@ -42,15 +59,21 @@ __all__ = [
     "FluencyEvaluator",
     "FunctionEvaluator",
     "FunctionMetric",
+    "GleuScoreEvaluator",
     "GroundednessEvaluator",
     "InputSpec",
     "InputValidationError",
+    "MeteorScoreEvaluator",
     "OpenAIModelConfiguration",
+    "PerplexityEvaluator",
     "Problem",
     "QAEvaluator",
+    "RankingEvaluator",
     "RelevanceEvaluator",
     "RetrievalEvaluator",
     "RetrievalScoreEvaluator",
+    "RougeScoreEvaluator",
+    "RougeType",
     "RubricEvaluator",
     "RunAbortedError",
     "RunStore",
