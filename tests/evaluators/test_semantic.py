@@ -259,3 +259,33 @@ def test_api_direct_calls_and_failures(
         assert row["outputs.sim.embedding_similarity_status"] == "failed"
         assert "500" in row["outputs.sim.embedding_similarity_error"]
         assert "outputs.sim.embedding_similarity" not in row
+
+
+FORK_SCRIPT = """
+import tempfile
+from pathlib import Path
+from touchstone import evaluate
+from touchstone.engine.runner import PARALLEL_MIN_ROWS
+from touchstone.evaluators.semantic import EmbeddingSimilarityEvaluator
+ev = EmbeddingSimilarityEvaluator(device="cpu")
+ev(response="warm", ground_truth="up")  # torch runs in the parent before the engine forks workers
+rows = [{"response": f"answer {i % 40}", "ground_truth": f"gold {i % 7}"} for i in range(PARALLEL_MIN_ROWS)]
+with tempfile.TemporaryDirectory() as tmp:
+    result = evaluate(data=rows, evaluators={"s": ev}, store=Path(tmp) / "r.db", workers=2)
+assert not any("outputs.s.embedding_similarity_error" in r for r in result["rows"])
+print("OK", result["rows"][41]["outputs.s.embedding_similarity"])
+"""
+
+
+def test_process_pool_after_torch_ran_in_the_parent_does_not_hang(reference_model: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True, timeout=180, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    value = float(done.stdout.split("OK")[-1])
+    assert value == pytest.approx(reference_cosine(reference_model, "answer 1", ["gold 6"]), abs=1e-5)

