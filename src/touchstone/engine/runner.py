@@ -321,14 +321,17 @@ class _Runner:
         # In process: chunks sized to take about CHUNK_SECONDS each, so a slow metric (a user's
         # function) still stores its scores every fraction of a second, and a fast one pays little
         # per-chunk overhead.
-        size, pos = MIN_CHUNK, 0
+        # A model metric (embeddings, BERTScore) asks for larger batches through ``min_batch_rows``:
+        # its batched forward passes need them more than it needs frequent writes.
+        floor = max(MIN_CHUNK, ev.min_batch_rows)
+        size, pos = floor, 0
         while pos < len(indices):
             chunk = indices[pos : pos + size]
             started = time.perf_counter()
             await one(chunk)
             elapsed = max(time.perf_counter() - started, 1e-6)
             pos += len(chunk)
-            size = int(min(BATCH_ROWS, max(MIN_CHUNK, len(chunk) * CHUNK_SECONDS / elapsed)))
+            size = int(max(floor, min(BATCH_ROWS, len(chunk) * CHUNK_SECONDS / elapsed)))
 
     # ------------------------------------------------------------------ I/O-bound evaluators
     async def _run_async(self, evs: dict[str, Evaluator], todo: dict[str, list[int]]) -> None:

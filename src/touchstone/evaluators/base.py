@@ -59,6 +59,9 @@ class Evaluator:
     is_async: ClassVar[bool] = False
     higher_is_better: ClassVar[bool] = True
     default_threshold: ClassVar[float | None] = None
+    min_batch_rows: ClassVar[int] = 8
+    """Fewest rows the engine passes to one ``score_batch`` call (the engine otherwise sizes batches to
+    about a quarter of a second of work, so scores are stored often). Model metrics raise it."""
     input_modes: ClassVar[tuple[tuple[str, ...], ...]] = ()
     """Alternative sets of required inputs (e.g. ``("query", "response")`` or ``("conversation",)``).
     Empty: the required ``inputs`` are the only mode."""
