@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -39,6 +38,7 @@ from touchstone.embeddings.deps import check_local, guard_forked_torch, import_l
 from touchstone.embeddings.local import resolve_model
 from touchstone.errors import ConfigurationError, RunAbortedError
 from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
+from touchstone.evaluators.lazy import LazyModelState
 from touchstone.evaluators.registry import register
 
 OFFLINE_MODEL_LAYER = 5
@@ -62,7 +62,7 @@ def _restore_empty_encoding(tokenizer: Any) -> None:
 
 
 @register
-class BertScoreEvaluator(Evaluator):
+class BertScoreEvaluator(LazyModelState, Evaluator):
     """BERTScore precision, recall and F1 of ``response`` against ``ground_truth`` (one or several)
     with a local model, optional idf weighting and baseline rescaling; computed by ``bert-score``.
 
@@ -137,16 +137,7 @@ class BertScoreEvaluator(Evaluator):
         self.batch_size = int(batch_size)
         self.device = device
         self.use_fast_tokenizer = bool(use_fast_tokenizer)
-        self._lazy: dict[str, Any] = {}
-        self._lazy_lock = threading.Lock()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_lazy")}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lazy = {}
-        self._lazy_lock = threading.Lock()
+        self._init_lazy()
 
     def options(self) -> dict[str, Any]:
         return {

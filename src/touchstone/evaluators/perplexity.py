@@ -27,7 +27,6 @@ import asyncio
 import importlib
 import math
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -38,6 +37,7 @@ from touchstone.embeddings.deps import check_local, guard_forked_torch, import_l
 from touchstone.embeddings.local import resolve_model
 from touchstone.errors import ConfigurationError, RunAbortedError
 from touchstone.evaluators.base import Evaluator, InputSpec, Outputs, _run_coroutine
+from touchstone.evaluators.lazy import LazyModelState
 from touchstone.evaluators.registry import register
 
 _FEATURE = "perplexity with a local model"
@@ -53,7 +53,7 @@ def _from_stats(nll: float, tokens: float) -> float:
     return math.exp(nll / tokens)
 
 
-class LocalCausalLM:
+class LocalCausalLM(LazyModelState):
     """A Hugging Face causal LM and its tokenizer, loaded on first use; NLL sums and token counts of
     texts in length-sorted, padded batches."""
 
@@ -74,16 +74,7 @@ class LocalCausalLM:
         self.batch_size = max(1, int(batch_size))
         self.max_batch_tokens = max(1, int(max_batch_tokens))
         self.device = device
-        self._lazy: dict[str, Any] = {}
-        self._lazy_lock = threading.Lock()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_lazy")}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lazy = {}
-        self._lazy_lock = threading.Lock()
+        self._init_lazy()
 
     def _load(self) -> dict[str, Any]:
         if not self._lazy:
