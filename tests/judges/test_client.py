@@ -35,6 +35,13 @@ def msgs(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": f"QUERY: q\nRESPONSE: {text}"}]
 
 
+@pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs over both HTTP stacks the ``openai`` client can use."""
+    monkeypatch.setenv("TOUCHSTONE_HTTP_TRANSPORT", request.param)
+    return str(request.param)
+
+
 @pytest.fixture
 def cfg(fake_openai: FakeOpenAIServer) -> OpenAIModelConfiguration:
     fake_openai.handler = toy_judge_handler
@@ -57,6 +64,31 @@ async def test_plain_call_structured_and_usage(cfg: OpenAIModelConfiguration, fa
     assert body["temperature"] == 0.0 and body["model"] == "fake-judge"
     assert usage["calls"] == 1 and usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
     assert "retries" not in usage
+
+
+async def test_transport_choice_is_used_and_reported(
+    transport: str, cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer
+) -> None:
+    async with judge_session(fast()) as session:
+        await get_judge_client(cfg).chat(msgs("hello"))
+        [model] = session.info()["models"]
+        backend = session.backend(cfg)
+        assert model["http_transport"] == transport == backend.transport  # type: ignore[attr-defined]
+        stack = type(backend.client._client._transport).__module__  # type: ignore[attr-defined]
+        assert ("aiohttp" in stack) == (transport == "aiohttp")
+    assert fake_openai.count == 1
+
+
+def test_unknown_transport_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from touchstone.errors import ConfigurationError
+    from touchstone.judges.backends import resolve_transport
+
+    with pytest.raises(ConfigurationError, match="http_transport must be one of"):
+        JudgeSettings(http_transport="curl").validate()
+    monkeypatch.setenv("TOUCHSTONE_HTTP_TRANSPORT", "curl")
+    with pytest.raises(ConfigurationError, match="TOUCHSTONE_HTTP_TRANSPORT"):
+        resolve_transport("auto")
+    assert resolve_transport("httpx") == "httpx"
 
 
 @pytest.mark.parametrize("kind", ["429", "500", "502", "503", "hang", "drop", "malformed", "schema"])

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import json
+import os
 import re
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
@@ -219,6 +222,16 @@ class OpenAIBackend(BackendBase):
         self._secret = config.resolved_api_key()
         headers = dict(getattr(config, "extra_headers", None) or {})
         common: dict[str, Any] = {"max_retries": 0, "timeout": settings.timeout, "default_headers": headers or None}
+        self.transport = resolve_transport(settings.http_transport)
+        if self.transport == "aiohttp":
+            # One pool for all requests; keep every connection the limit allows alive between calls.
+            limits = importlib.import_module("openai._base_client")
+            common["http_client"] = openai.DefaultAioHttpClient(
+                timeout=settings.timeout,
+                limits=_httpx_module(limits).Limits(
+                    max_connections=None, max_keepalive_connections=max(settings.concurrency, 20)
+                ),
+            )
         factory: Callable[[], Any]
         if isinstance(config, AzureOpenAIModelConfiguration):
             provider = config.azure_ad_token_provider
@@ -262,12 +275,12 @@ class OpenAIBackend(BackendBase):
             raise ConfigurationError(f"no OpenAI backend for {type(config).__name__}")
         # httpx's connection pool scans all its connections for every request; at high concurrency that
         # costs more CPU than the request itself, so requests are spread over a few smaller clients.
-        shards = max(1, min(16, -(-settings.concurrency // CONNECTIONS_PER_CLIENT)))
+        # aiohttp's pool does not, so one client serves all.
+        shards = 1 if self.transport == "aiohttp" else max(1, min(16, -(-settings.concurrency // CONNECTIONS_PER_CLIENT)))
         self.clients: list[Any] = [factory() for _ in range(shards)]
         self.client = self.clients[0]
         self._next = 0
-        base = importlib.import_module("openai._base_client")
-        self._raw_type = (getattr(base, "httpx2", None) or base.httpx).Response
+        self._raw_type = _httpx_module(importlib.import_module("openai._base_client")).Response
 
     def _pick(self) -> Any:
         self._next = (self._next + 1) % len(self.clients)
@@ -285,7 +298,7 @@ class OpenAIBackend(BackendBase):
             # ``post`` sends the body as given (the typed resource methods re-walk every message,
             # which costs milliseconds per call); the client's timeout covers connect/read/write
             # and wait_for bounds the whole request.
-            raw = await asyncio.wait_for(self._pick().post(path, cast_to=self._raw_type, body=body), timeout + 1.0)
+            raw = await _bounded(self._pick().post(path, cast_to=self._raw_type, body=body), timeout + 1.0)
             content = raw.content
             headers = raw.headers
         except (asyncio.TimeoutError, openai.APITimeoutError):
@@ -309,6 +322,40 @@ class OpenAIBackend(BackendBase):
     async def aclose(self) -> None:
         for client in self.clients:
             await client.close()
+
+
+async def _bounded(call: Awaitable[Any], seconds: float) -> Any:
+    """``await call`` for at most ``seconds`` (``asyncio.timeout`` where available: no extra task)."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await call
+    return await asyncio.wait_for(call, seconds)  # pragma: no cover - Python 3.10
+
+
+def resolve_transport(choice: str) -> str:
+    """``"aiohttp"`` or ``"httpx"`` for a :attr:`JudgeSettings.http_transport` choice; ``"auto"``
+    follows ``$TOUCHSTONE_HTTP_TRANSPORT`` when it is set."""
+    if choice == "auto":
+        choice = os.environ.get("TOUCHSTONE_HTTP_TRANSPORT", "auto").strip().lower() or "auto"
+        if choice not in ("auto", "aiohttp", "httpx"):
+            raise ConfigurationError(
+                f"TOUCHSTONE_HTTP_TRANSPORT must be auto, aiohttp or httpx, got {choice!r}"
+            )
+    if choice == "httpx":
+        return "httpx"
+    import openai
+
+    available = importlib.util.find_spec("aiohttp") is not None and hasattr(openai, "DefaultAioHttpClient")
+    if choice == "aiohttp" and not available:
+        raise ConfigurationError(
+            "http_transport='aiohttp' needs aiohttp and openai>=1.86: pip install -U 'openai[aiohttp]'"
+        )
+    return "aiohttp" if available else "httpx"
+
+
+def _httpx_module(base: Any) -> Any:
+    """The httpx module the installed ``openai`` is built on (``httpx2`` in recent releases)."""
+    return getattr(base, "httpx2", None) or base.httpx
 
 
 def make_backend(config: ModelConfiguration, settings: JudgeSettings) -> Backend:

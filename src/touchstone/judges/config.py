@@ -274,6 +274,9 @@ def default_cache_path() -> Path:
     return Path.home() / ".touchstone" / "cache.db"
 
 
+HTTP_TRANSPORTS = ("auto", "aiohttp", "httpx")
+
+
 @dataclass
 class JudgeSettings:
     """How judge calls are made; one set per run (from ``evaluate(**options)`` or the CLI).
@@ -283,7 +286,10 @@ class JudgeSettings:
     after a transient error (429s of a rate limit have their own, larger bound
     ``max_rate_limit_retries``); ``rpm``/``tpm`` optionally cap requests and tokens per minute.
     ``cache`` turns the SQLite response cache on (default) at ``cache_path``. ``prices`` overrides
-    or extends the price table (USD per million tokens: ``{"model": (input, output)}``)."""
+    or extends the price table (USD per million tokens: ``{"model": (input, output)}``).
+    ``http_transport`` is the HTTP stack under the ``openai`` client: ``"aiohttp"`` (the package's
+    ``openai[aiohttp]`` transport, less CPU per request), ``"httpx"`` (its default), or
+    ``"auto"`` (aiohttp when installed, else httpx)."""
 
     concurrency: int = 32
     timeout: float = 60.0
@@ -301,6 +307,7 @@ class JudgeSettings:
     embed_batch_size: int = 256
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     dry_run: bool = False
+    http_transport: str = "auto"
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> JudgeSettings:
@@ -327,6 +334,10 @@ class JudgeSettings:
             raise ConfigurationError(f"timeout must be positive, got {self.timeout}")
         if int(self.max_retries) < 0:
             raise ConfigurationError(f"max_retries must be 0 or more, got {self.max_retries}")
+        if self.http_transport not in HTTP_TRANSPORTS:
+            raise ConfigurationError(
+                f"http_transport must be one of {', '.join(HTTP_TRANSPORTS)}, got {self.http_transport!r}"
+            )
         self.concurrency = int(self.concurrency)
         self.max_retries = int(self.max_retries)
         self.timeout = float(self.timeout)
@@ -345,6 +356,7 @@ class JudgeSettings:
             "cache": self.cache,
             "adaptive": self.adaptive,
             "seed": self.seed,
+            "http_transport": self.http_transport,
         }
 
 

@@ -129,6 +129,9 @@ class JudgeSession:
                 entry["concurrency_min"] = int(backend.limiter.min_limit)
                 entry["concurrency_decreases"] = backend.limiter.decreases
                 entry["unsupported_params"] = sorted(backend.unsupported)
+                transport = getattr(backend, "transport", None)
+                if transport is not None:
+                    entry["http_transport"] = transport
             models.append(entry)
         return {"models": models, "settings": self.settings.public(), "stats": dict(self.stats)}
 
