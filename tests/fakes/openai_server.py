@@ -2,11 +2,14 @@
 
 Speaks ``POST /v1/chat/completions`` (messages, ``response_format``, ``logprobs``/``top_logprobs``,
 ``n``, ``usage``), ``POST /v1/embeddings``, ``POST /v1/completions`` (``echo`` + ``logprobs`` only) and
-``GET /v1/models``, and the Azure OpenAI paths
-(``/openai/deployments/<name>/chat/completions?api-version=...``). Each test scripts it with a function
-from request to reply, and injects faults: fixed or random latency, a concurrency cap answered with 429
-and Retry-After, 500/502/503, requests that hang past the client's timeout, dropped connections,
-malformed JSON, replies that violate the requested schema, and errors such as 401.
+``GET /v1/models``, the Azure OpenAI paths
+(``/openai/deployments/<name>/chat/completions?api-version=...``), and Anthropic's Messages API
+(``POST /v1/messages``: ``model``, top-level ``system``, ``messages``, ``max_tokens``, ``temperature``;
+replies and errors in Anthropic's shapes, requests the real API would reject answered with its 400s).
+Each test scripts it with a function from request to reply (the same handler serves both APIs), and
+injects faults: fixed or random latency, a concurrency cap answered with 429 and Retry-After,
+500/502/503 (and 529 "overloaded" when asked for), requests that hang past the client's timeout,
+dropped connections, malformed JSON, replies that violate the requested schema, and errors such as 401.
 
 In tests use the ``fake_openai`` fixture (``tests/conftest.py``). Alone, for benchmarks::
 
@@ -31,6 +34,26 @@ from typing import Any
 from urllib.parse import urlsplit
 
 FAULT_KINDS = ("429", "500", "502", "503", "hang", "drop", "malformed", "schema")
+"""The kinds a :class:`FaultPlan` draws from by default. ``"529"`` (Anthropic's "overloaded") may also
+be named in ``FaultPlan.kinds``; it is not a default, so default plans inject what they always did."""
+
+ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+"""Anthropic's ``error.type`` for each HTTP status (other 5xx are ``api_error``)."""
+
+_MESSAGES_FIELDS = frozenset({
+    "model", "messages", "max_tokens", "system", "temperature", "top_p", "top_k", "stop_sequences",
+    "stream", "metadata", "tools", "tool_choice", "thinking", "service_tier", "container", "mcp_servers",
+})
 
 
 @dataclass
@@ -45,18 +68,33 @@ class FakeRequest:
     """How many times this exact body has been received, this one included (1 = first)."""
 
     @property
+    def api(self) -> str:
+        """``"anthropic"`` for the Messages API, else ``"openai"``."""
+        return "anthropic" if _is_messages_path(self.path) else "openai"
+
+    @property
     def messages(self) -> list[dict[str, Any]]:
         return list(self.body.get("messages") or [])
 
     @property
+    def system(self) -> str:
+        """The system prompt: Anthropic's top-level ``system``, else the OpenAI system messages joined."""
+        if self.api == "anthropic":
+            return content_text(self.body.get("system") or "")
+        return "\n".join(content_text(m.get("content", "")) for m in self.messages if m.get("role") == "system")
+
+    @property
     def prompt(self) -> str:
-        """All message contents joined (handy for matching)."""
-        return "\n".join(str(m.get("content", "")) for m in self.messages)
+        """All message contents joined (handy for matching); Anthropic's ``system`` comes first."""
+        texts = [content_text(m.get("content", "")) for m in self.messages]
+        if self.api == "anthropic" and self.body.get("system"):
+            texts.insert(0, self.system)
+        return "\n".join(texts)
 
     @property
     def last_user(self) -> str:
         users = [m for m in self.messages if m.get("role") == "user"]
-        return str(users[-1].get("content", "")) if users else ""
+        return content_text(users[-1].get("content", "")) if users else ""
 
     @property
     def json_schema(self) -> dict[str, Any] | None:
@@ -99,6 +137,10 @@ class Recorded:
     status: int | None
     fault: str | None
     key: str
+    headers: dict[str, str] = field(default_factory=dict)
+    """The request's headers, names in lower case."""
+    query: str = ""
+    """The query string of the request's URL (e.g. ``api-version=...`` on the Azure paths)."""
 
 
 @dataclass
@@ -172,6 +214,18 @@ def fake_embedding(text: str, dim: int = 8) -> list[float]:
     raw = [(digest[i % len(digest)] - 127.5) / 127.5 for i in range(dim)]
     norm = math.sqrt(sum(x * x for x in raw)) or 1.0
     return [x / norm for x in raw]
+
+
+def content_text(content: Any) -> str:
+    """The text of a message's ``content``: a string, or a list of content blocks / parts
+    (``{"type": "text", "text": ...}``, as both APIs allow) whose texts are joined."""
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in content)
+    return str(content)
+
+
+def _is_messages_path(path: str) -> bool:
+    return path.endswith("/v1/messages")
 
 
 def _tokens(text: str) -> list[str]:
@@ -347,7 +401,7 @@ class FakeOpenAIServer:
     def _write(self, writer: asyncio.StreamWriter, status: int, payload: bytes, headers: dict[str, str]) -> None:
         reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
                   429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
-                  503: "Service Unavailable"}.get(status, "Status")
+                  503: "Service Unavailable", 529: "Overloaded"}.get(status, "Status")
         head = [f"HTTP/1.1 {status} {reason}", "content-type: application/json",
                 f"content-length: {len(payload)}", "connection: keep-alive"]
         head += [f"{k}: {v}" for k, v in headers.items()]
@@ -357,10 +411,18 @@ class FakeOpenAIServer:
     def _error_body(message: str, code: str | None = None, param: str | None = None, kind: str = "invalid_request_error") -> bytes:
         return json.dumps({"error": {"message": message, "type": kind, "param": param, "code": code}}).encode()
 
+    @staticmethod
+    def _anthropic_error(status: int, message: str, kind: str | None = None) -> bytes:
+        """An error body in Anthropic's shape: ``{"type": "error", "error": {"type", "message"}}``."""
+        kind = kind or ANTHROPIC_ERROR_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
+        return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+
     async def _respond(
         self, method: str, target: str, headers: dict[str, str], raw: bytes, writer: asyncio.StreamWriter
     ) -> bool:
-        path = urlsplit(target).path
+        url = urlsplit(target)
+        path, query = url.path, url.query
+        anthropic = _is_messages_path(path)
         if method == "GET" and path.endswith("/models"):
             self._write(writer, 200, json.dumps({"object": "list", "data": [{"id": "fake-judge", "object": "model"}]}).encode(), {})
             await writer.drain()
@@ -368,7 +430,9 @@ class FakeOpenAIServer:
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
-            self._write(writer, 400, self._error_body("request body is not JSON"), {})
+            payload = self._anthropic_error(400, "request body is not JSON") if anthropic else self._error_body(
+                "request body is not JSON")
+            self._write(writer, 400, payload, {})
             await writer.drain()
             return True
         if "/deployments/" in path:  # Azure: the deployment is the model
@@ -376,7 +440,7 @@ class FakeOpenAIServer:
         key = hashlib.sha256(json.dumps({"p": path.rsplit("/", 1)[-1], "b": body}, sort_keys=True).encode()).hexdigest()
         with self._lock:
             attempt = self._attempts[key] = self._attempts.get(key, 0) + 1
-        record = Recorded(path, body, attempt, None, None, key)
+        record = Recorded(path, body, attempt, None, None, key, headers, query)
         with self._lock:
             self.requests.append(record)
 
@@ -385,9 +449,13 @@ class FakeOpenAIServer:
             self.rejected_busy += 1
             record.status, record.fault = 429, None
             ra = self.retry_after
-            self._write(writer, 429, self._error_body("Too many concurrent requests", "rate_limit_exceeded",
-                                                      kind="rate_limit_error"),
-                        {"retry-after-ms": str(int(ra * 1000)), "retry-after": str(max(1, math.ceil(ra)))})
+            if anthropic:  # Anthropic advertises the wait in retry-after only (here in decimal seconds)
+                self._write(writer, 429, self._anthropic_error(429, "Number of concurrent connections has exceeded "
+                                                               "your rate limit."), {"retry-after": f"{ra:g}"})
+            else:
+                self._write(writer, 429, self._error_body("Too many concurrent requests", "rate_limit_exceeded",
+                                                          kind="rate_limit_error"),
+                            {"retry-after-ms": str(int(ra * 1000)), "retry-after": str(max(1, math.ceil(ra)))})
             await writer.drain()
             return True
         self.active += 1
@@ -415,6 +483,10 @@ class FakeOpenAIServer:
         delay = self.latency + (self.rng.uniform(0, self.latency_jitter) if self.latency_jitter else 0.0)
         fault = self.faults.fault_for(key, attempt)
         record.fault = fault
+        if _is_messages_path(path):
+            return self._messages_answer(path, body, headers, attempt, fault, delay)
+        if fault == "529":
+            return 529, self._error_body("The server is overloaded", kind="server_error"), {}, None, delay
         if fault in ("500", "502", "503"):
             return int(fault), self._error_body("injected server error", kind="server_error"), {}, None, delay
         if fault == "429":
@@ -486,6 +558,57 @@ class FakeOpenAIServer:
             "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": usage[0] + usage[1]},
         }).encode()
 
+    # ------------------------------------------------------------------ Anthropic Messages API
+    def _messages_answer(
+        self, path: str, body: dict[str, Any], headers: dict[str, str], attempt: int, fault: str | None, delay: float
+    ) -> tuple[int, bytes, dict[str, str], str | None, float]:
+        """``POST /v1/messages``: the same faults and handler as chat completions, Anthropic's shapes."""
+        err = self._anthropic_error
+        if fault in ("500", "502", "503"):
+            return int(fault), err(int(fault), "Internal server error"), {}, None, delay
+        if fault == "529":
+            return 529, err(529, "Overloaded"), {}, None, delay
+        if fault == "429":
+            return 429, err(429, "This request would exceed the rate limit for your organization."), {
+                "retry-after": f"{self.retry_after:g}"}, None, 0.0
+        if fault in ("hang", "drop"):
+            return 0, b"", {}, fault, delay if fault == "drop" else 0.0
+        if fault == "malformed":
+            return 200, b'{"id": "msg_x", "type": "message", "content": [{"type": "text", "text": "trunc', {}, None, delay
+        problem = messages_problem(body, headers)
+        if problem is not None:
+            return problem[0], err(problem[0], problem[1]), {}, None, 0.0
+
+        if fault == "schema":
+            result: Reply | str | dict[str, Any] | None = Reply(content='{"verdict": "not what you asked for"}')
+        else:
+            result = self.handler(FakeRequest("POST", path, headers, body, attempt))
+        reply = _as_reply(result)
+        if reply.latency is not None:
+            delay = reply.latency
+        if reply.action in ("hang", "drop"):
+            return 0, b"", {}, reply.action, delay if reply.action == "drop" else 0.0
+        if reply.raw is not None:
+            return reply.status, reply.raw, reply.headers, None, delay
+        if reply.status != 200:
+            return reply.status, err(reply.status, reply.error or f"HTTP {reply.status}", reply.error_code), reply.headers, None, delay
+        text = reply.content[0] if isinstance(reply.content, list) else (reply.content or "")
+        prompt_chars = len(content_text(body.get("system") or "")) + sum(
+            len(content_text(m.get("content", ""))) for m in body.get("messages") or [])
+        usage = reply.usage or (max(1, prompt_chars // 4), max(1, len(text) // 4))
+        message = {
+            "id": f"msg_{self.rng.getrandbits(96):024x}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+        }
+        return 200, json.dumps(message).encode(), {"request-id": f"req_{self.rng.getrandbits(64):016x}",
+                                                   **reply.headers}, None, delay
+
     def _embeddings(self, body: dict[str, Any]) -> tuple[int, bytes, dict[str, str]]:
         inputs = body.get("input")
         texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
@@ -522,6 +645,47 @@ def text_completions(body: dict[str, Any]) -> tuple[int, bytes, dict[str, str]]:
     return 200, json.dumps({"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()),
                             "model": body.get("model", "fake"), "choices": choices,
                             "usage": {"prompt_tokens": used, "completion_tokens": 0, "total_tokens": used}}).encode(), {}
+
+
+def messages_problem(body: dict[str, Any], headers: dict[str, str]) -> tuple[int, str] | None:
+    """Why Anthropic's Messages API would reject this request (status, message), or None."""
+    if not headers.get("x-api-key") and not headers.get("authorization"):
+        return 401, "x-api-key header is required"
+    if not headers.get("anthropic-version"):
+        return 400, "anthropic-version: header is required"
+    extra = sorted(set(body) - _MESSAGES_FIELDS)
+    if extra:
+        return 400, f"{extra[0]}: Extra inputs are not permitted"
+    if body.get("stream"):
+        return 400, "stream: this fake server does not stream"
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return 400, "model: Field required"
+    max_tokens = body.get("max_tokens")
+    if max_tokens is None:
+        return 400, "max_tokens: Field required"
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        return 400, "max_tokens: Input should be greater than or equal to 1"
+    temperature = body.get("temperature")
+    if temperature is not None and (not isinstance(temperature, (int, float)) or not 0.0 <= temperature <= 1.0):
+        return 400, "temperature: range: 0..1"
+    system = body.get("system")
+    if system is not None and not isinstance(system, (str, list)):
+        return 400, "system: Input should be a valid string or list of text blocks"
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return 400, "messages: Field required"
+    if not messages:
+        return 400, "messages: at least one message is required"
+    for i, m in enumerate(messages):
+        role = m.get("role") if isinstance(m, dict) else None
+        if role == "system":
+            return 400, ('messages: Unexpected role "system". The Messages API accepts a top-level `system` '
+                         'parameter, not "system" as an input message role.')
+        if role not in ("user", "assistant"):
+            return 400, f"messages.{i}.role: Input should be 'user' or 'assistant'"
+        if not isinstance(m.get("content"), (str, list)):
+            return 400, f"messages.{i}.content: Field required"
+    return None
 
 
 def _as_reply(result: Reply | str | dict[str, Any] | None) -> Reply:

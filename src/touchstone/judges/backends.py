@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 import re
@@ -220,6 +221,7 @@ class OpenAIBackend(BackendBase):
         super().__init__(settings, host=urlsplit(config.endpoint()).netloc)
         self._openai = openai
         self._secret = config.resolved_api_key()
+        self._tokens: list[str] = []  # the latest Entra ID tokens handed out: redacted like the key
         headers = dict(getattr(config, "extra_headers", None) or {})
         common: dict[str, Any] = {"max_retries": 0, "timeout": settings.timeout, "default_headers": headers or None}
         self.transport = resolve_transport(settings.http_transport)
@@ -234,13 +236,9 @@ class OpenAIBackend(BackendBase):
             )
         factory: Callable[[], Any]
         if isinstance(config, AzureOpenAIModelConfiguration):
-            provider = config.azure_ad_token_provider
-            if provider is None and config.credential is not None:
-                credential = config.credential
-
-                def provider() -> str:
-                    return str(credential.get_token(AZURE_SCOPE).token)
-
+            provider = None
+            if config.azure_ad_token_provider is not None or config.credential is not None:
+                provider = self._entra_tokens(config.azure_ad_token_provider, config.credential)
             if provider is None and not self._secret:
                 raise ConfigurationError(
                     "no Azure OpenAI credentials: set AZURE_OPENAI_API_KEY, or pass api_key, "
@@ -282,6 +280,31 @@ class OpenAIBackend(BackendBase):
         self._next = 0
         self._raw_type = _httpx_module(importlib.import_module("openai._base_client")).Response
 
+    def _entra_tokens(self, provider: Callable[[], Any] | None, credential: Any) -> Callable[[], Awaitable[str]]:
+        """The token provider given to ``AsyncAzureOpenAI`` (called before every request, so tokens
+        are refreshed as the user's provider or credential refreshes them): ``provider()`` or
+        ``credential.get_token(AZURE_SCOPE).token``, sync or async. A token that cannot be had stops
+        the run with the cause (every call would fail the same way) instead of failing each row."""
+        source = "azure_ad_token_provider" if provider is not None else "credential.get_token"
+
+        async def token() -> str:
+            try:
+                value = provider() if provider is not None else credential.get_token(AZURE_SCOPE)
+                if inspect.isawaitable(value):
+                    value = await value
+                if provider is None:
+                    value = value.token
+            except Exception as exc:
+                detail = redact(str(exc)[:300], [self._secret, *self._tokens])
+                raise Failure(FATAL, f"could not get an Entra ID token from {source}: {type(exc).__name__}: {detail}") from None
+            if not isinstance(value, str) or not value:
+                raise Failure(FATAL, f"{source} returned no Entra ID token (expected a non-empty string)")
+            if value not in self._tokens:
+                self._tokens = [*self._tokens[-3:], value]
+            return value
+
+        return token
+
     def _pick(self) -> Any:
         self._next = (self._next + 1) % len(self.clients)
         return self.clients[self._next]
@@ -305,7 +328,7 @@ class OpenAIBackend(BackendBase):
             raise Failure(TRANSIENT, f"timed out after {timeout:g} s") from None
         except openai.APIStatusError as exc:
             failure = classify_status(exc.status_code, exc.body, exc.response.headers, body)
-            failure.message = redact(failure.message, [self._secret])
+            failure.message = redact(failure.message, [self._secret, *self._tokens])
             raise failure from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc.__context__
