@@ -22,7 +22,7 @@ from typing import Any
 from touchstone._version import __version__
 from touchstone.data.kinds import check_value
 from touchstone.data.loaders import DataSource, Record, load_records
-from touchstone.data.mapping import Ref, evaluator_mappings
+from touchstone.data.mapping import ALIASES, Ref, evaluator_mappings
 from touchstone.data.validation import evaluator_inputs, validate_records
 from touchstone.engine.context import RunContext, current_usage, run_hooks
 from touchstone.engine.result import EvaluationResult
@@ -102,7 +102,9 @@ def evaluate(
         run_store.set_status(run_id, "failed")
         raise
 
-    result = build_result(run_store, run_id, records, evs, mappings, ctx.info)
+    result = build_result(
+        run_store, run_id, records, evs, mappings, ctx.info, scores=runner.scores, targets=runner.targets
+    )
     if output_path is not None:
         result.write(output_path)
     if fail_on_evaluator_errors and result.n_failed:
@@ -187,6 +189,9 @@ class _Runner:
         self.progress = progress
         self.workers = workers
         self.targets: dict[int, tuple[dict[str, Any] | None, str | None]] = {}
+        self.scores: dict[tuple[int, str], tuple[dict[str, Any], dict[str, Any] | None]] = {}
+        self._plans: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+        """Scores produced by this call (as stored), so the result needs no read-back of the store."""
         self.done = 0
         self.total = 0
 
@@ -195,7 +200,7 @@ class _Runner:
             for hook in run_hooks():
                 await stack.enter_async_context(hook(self.ctx))
             await self._run_target()
-            stored = set(self.store.get_scores(self.ctx.run_id))
+            stored = self.store.score_keys(self.ctx.run_id)
             todo = {
                 name: [i for i in range(len(self.records)) if (i, name) not in stored] for name in self.evs
             }
@@ -220,6 +225,8 @@ class _Runner:
         if not missing:
             return
         if self.target is None:
+            for i in missing:
+                self.targets[i] = (None, None)
             self.store.put_rows(
                 self.ctx.run_id,
                 [StoredRow(i, self.records[i].source, self.records[i].line, self.records[i].data, None, None) for i in missing],
@@ -254,6 +261,11 @@ class _Runner:
     def inputs_for(self, name: str, i: int) -> dict[str, Any] | str:
         """The evaluator's inputs for row ``i``, or why they cannot be built (a target failure, or a
         target output of the wrong type)."""
+        plan = self._plans.get(name)
+        if plan is None:
+            plan = self._plans[name] = _direct_plan(self.evs[name], self.mappings.get(name, {}), self.target is not None)
+        if plan:  # plain column lookups (validated before the run): no mapping, no target
+            return _direct_inputs(plan, self.records[i].data)
         ev = self.evs[name]
         target_out, target_error = self.targets.get(i, (None, None))
         if target_error:
@@ -302,9 +314,11 @@ class _Runner:
                 outs = await asyncio.to_thread(ev.score_batch, rows)
             by_idx = {i: out for (i, _), out in zip(good, outs, strict=True)}
             records = []
+            scores = self.scores
             for i, inp in prepared:
                 out = by_idx[i] if isinstance(inp, dict) else ev.failure(str(inp))
                 records.append((i, out, is_failed(out), None))
+                scores[i, name] = (out, None)
             self.store.put_scores(self.ctx.run_id, name, records)
             self._tick(len(chunk))
 
@@ -353,9 +367,49 @@ class _Runner:
                 finally:
                     current_usage.reset(token)
                 self.store.put_scores(self.ctx.run_id, name, [(i, out, is_failed(out), usage or None)])
+                self.scores[i, name] = (out, usage or None)
                 self._tick(1)
 
         await asyncio.gather(*(worker() for _ in range(min(n_workers, len(queue)))))
+
+
+class _Prefixer:
+    """``{f"<prefix>.{key}": value}`` of a dict, with the prefixed names built once per shape of
+    dict (the rows of one evaluator share a few shapes)."""
+
+    def __init__(self) -> None:
+        self._names: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
+
+    def __call__(self, head: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        shape = (head, tuple(values))
+        names = self._names.get(shape)
+        if names is None:
+            names = self._names[shape] = tuple(f"{head}.{k}" for k in shape[1])
+        return dict(zip(names, values.values(), strict=True))
+
+
+def _direct_plan(
+    ev: Evaluator, mapping: Mapping[str, Ref], has_target: bool
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """For an evaluator whose inputs are plain columns of the row -- no column mapping, no target,
+    one input mode, no conversation built from ``messages`` -- the ``(input, candidate columns)``
+    lookups that give exactly what :func:`evaluator_inputs` gives; empty when that does not apply."""
+    if has_target or mapping or len(ev.required_modes()) > 1:
+        return ()
+    if any(spec.name == "conversation" for spec in ev.inputs):
+        return ()
+    return tuple((spec.name, (spec.name, *ALIASES.get(spec.name, ()))) for spec in ev.inputs)
+
+
+def _direct_inputs(plan: tuple[tuple[str, tuple[str, ...]], ...], data: Mapping[str, Any]) -> dict[str, Any]:
+    inputs: dict[str, Any] = {}
+    for key, candidates in plan:
+        for column in candidates:
+            value = data.get(column)
+            if value is not None:
+                inputs[key] = value
+                break
+    return inputs
 
 
 def _score_batch(ev: Evaluator, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -370,37 +424,56 @@ def build_result(
     evs: Mapping[str, Evaluator],
     mappings: Mapping[str, Mapping[str, Ref]],
     extra_info: Mapping[str, Any] | None = None,
+    *,
+    scores: Mapping[tuple[int, str], tuple[dict[str, Any], dict[str, Any] | None]] | None = None,
+    targets: Mapping[int, tuple[dict[str, Any] | None, str | None]] | None = None,
 ) -> EvaluationResult:
-    """Assemble rows, metrics and summary from the store, and record them as the run's end."""
-    scores = store.get_scores(run_id)
-    targets = {r.idx: r for r in store.get_rows(run_id)}
+    """Assemble rows, metrics and summary, and record them as the run's end.
+
+    ``scores`` and ``targets``: what the run just produced (as stored), when it covers every row and
+    evaluator; otherwise (a resumed run) everything is read back from the store."""
+    if scores is None or len(scores) < len(records) * len(evs):
+        scores = store.get_scores(run_id)
+    if targets is None or len(targets) < len(records):
+        targets = {r.idx: (r.target, r.target_error) for r in store.get_rows(run_id)}
     rows: list[dict[str, Any]] = []
     per_eval: dict[str, list[dict[str, Any] | None]] = {name: [] for name in evs}
     usage_total: dict[str, float] = {}
+    prefixed = _Prefixer()
+    heads = {name: f"outputs.{name}" for name in evs}
     for i, rec in enumerate(records):
-        row: dict[str, Any] = {f"inputs.{k}": v for k, v in rec.data.items()}
-        stored = targets.get(i)
-        if stored is not None and stored.target:
-            row.update({f"outputs.{k}": v for k, v in stored.target.items()})
-        if stored is not None and stored.target_error:
-            row["outputs.target_error"] = stored.target_error
+        row: dict[str, Any] = prefixed("inputs", rec.data)
+        target_out, target_error = targets.get(i, (None, None))
+        if target_out:
+            row.update({f"outputs.{k}": v for k, v in target_out.items()})
+        if target_error:
+            row["outputs.target_error"] = target_error
         for name in evs:
             out, usage = scores.get((i, name), (None, None))
             per_eval[name].append(out)
             if out is not None:
-                row.update({f"outputs.{name}.{k}": v for k, v in out.items()})
+                row.update(prefixed(heads[name], out))
             for k, v in (usage or {}).items():
                 if isinstance(v, (int, float)):
                     usage_total[k] = usage_total.get(k, 0) + v
         rows.append(row)
 
     corpus: dict[str, dict[str, float]] = {}
+    failed: dict[str, int] = {}
     for name, ev in evs.items():
+        ok = [i for i, out in enumerate(per_eval[name]) if not is_failed(out)]
+        failed[name] = len(records) - len(ok)
         if type(ev).corpus_metrics is not Evaluator.corpus_metrics:
-            ok = [i for i, out in enumerate(per_eval[name]) if out is not None and not is_failed(out)]
-            ins = [evaluator_inputs(ev, mappings.get(name, {}), records[i].data, _target_of(targets, i)) for i in ok]
+            plan = _direct_plan(ev, mappings.get(name, {}), any(t[0] is not None for t in targets.values()))
+            if plan:
+                ins = [_direct_inputs(plan, records[i].data) for i in ok]
+            else:
+                ins = [
+                    evaluator_inputs(ev, mappings.get(name, {}), records[i].data, targets.get(i, (None, None))[0])
+                    for i in ok
+                ]
             corpus[name] = ev.corpus_metrics(ins, [per_eval[name][i] or {} for i in ok])
-    metrics, summary = aggregate(list(evs), per_eval, corpus)
+    metrics, summary = aggregate(list(evs), per_eval, corpus, failed)
 
     missing = sum(1 for outs in per_eval.values() for o in outs if o is None)
     status = "completed" if missing == 0 else "incomplete"
@@ -413,9 +486,6 @@ def build_result(
     return EvaluationResult(rows=rows, metrics=metrics, summary=summary, run=run)
 
 
-def _target_of(targets: Mapping[int, StoredRow], i: int) -> dict[str, Any] | None:
-    row = targets.get(i)
-    return row.target if row is not None else None
 
 
 def load_run_result(store: RunStore, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -67,8 +67,11 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=True).encode
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str, allow_nan=True)
+    return _ENCODE(value)
 
 
 @dataclass
@@ -242,6 +245,12 @@ class RunStore:
             cur = self._conn.execute("SELECT idx, evaluator, outputs, usage FROM scores WHERE run_id = ?", (run_id,))
             rows = cur.fetchall()
         return {(r[0], r[1]): (json.loads(r[2]), json.loads(r[3]) if r[3] else None) for r in rows}
+
+    def score_keys(self, run_id: str) -> set[tuple[int, str]]:
+        """``{(row index, evaluator)}`` of every stored score of the run (nothing decoded)."""
+        with self._lock:
+            cur = self._conn.execute("SELECT idx, evaluator FROM scores WHERE run_id = ?", (run_id,))
+            return {(int(r[0]), str(r[1])) for r in cur.fetchall()}
 
     def count_scores(self, run_id: str) -> int:
         with self._lock:
