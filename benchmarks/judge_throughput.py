@@ -112,6 +112,29 @@ def run_touchstone(base_url: str, data: Path, concurrency: int, workdir: Path, t
     }
 
 
+def client_cpu_per_call(base_url: str, transport: str, calls: int = 2000) -> dict[str, Any]:
+    """Client CPU per judge call: ``calls`` chats, 64 in flight, through the judge session alone
+    (no evaluate()), measured with ``time.process_time()`` in this process."""
+    import asyncio
+
+    from touchstone.judges import JudgeSettings, OpenAIModelConfiguration, get_judge_client, judge_session
+
+    cfg = OpenAIModelConfiguration("gpt-4o-mini", api_key="sk-bench", base_url=base_url)
+
+    async def run() -> tuple[float, float]:
+        async with judge_session(JudgeSettings(concurrency=CAP, cache=False, http_transport=transport)):
+            client = get_judge_client(cfg)
+            cpu, wall = time.process_time(), time.perf_counter()
+            await asyncio.gather(*(
+                client.chat([{"role": "user", "content": f"QUERY: q{i}\nRESPONSE: r{i}"}]) for i in range(calls)
+            ))
+            return time.process_time() - cpu, time.perf_counter() - wall
+
+    cpu, wall = asyncio.run(run())
+    return {"label": f"client CPU per call ({transport})", "ms_cpu_per_call": round(1000 * cpu / calls, 3),
+            "share_of_capacity": round(calls / wall / CAPACITY, 3)}
+
+
 def run_sdk(python: str, base_url: str, data: Path, workdir: Path) -> dict[str, Any]:
     args = {"base_url": base_url, "data": str(data), "out": str(workdir / "sdk.json")}
     proc = subprocess.run([python, "-c", SDK_SCRIPT, json.dumps(args)], capture_output=True, text=True,
@@ -152,6 +175,10 @@ def main() -> None:
                 for concurrency in (64, 128):
                     results.append(run_touchstone(base_url, data, concurrency, work, transport.strip()))
                     print(json.dumps(results[-1]), flush=True)
+            for transport in args.transports.split(","):
+                cpu = client_cpu_per_call(base_url, transport.strip())
+                print(json.dumps(cpu), flush=True)
+                results.append(cpu)
             if not args.skip_sdk and Path(args.azure_python).exists():
                 sdk_data = work / "sdk.jsonl"
                 write_data(sdk_data, args.sdk_rows)
@@ -164,6 +191,10 @@ def main() -> None:
     print(f"\nserver capacity: {CAP} concurrent / {LATENCY} s = {CAPACITY:.0f} calls/s")
     sdk = next((r for r in results if r["label"].startswith("azure") and "calls_per_s" in r), None)
     for r in results:
+        if "ms_cpu_per_call" in r:
+            print(f"{r['label']}: {r['ms_cpu_per_call']} ms (judge session alone: "
+                  f"{100 * r['share_of_capacity']:.1f}% of capacity)")
+            continue
         if "calls_per_s" not in r:
             print(f"{r['label']}: error\n{r.get('error')}")
             continue

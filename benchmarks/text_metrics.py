@@ -9,8 +9,8 @@ Three ways, on the same rows, in one run:
    then ``sacrebleu.corpus_bleu`` once (the same outputs as 1);
 3. ``azure-ai-evaluation``'s evaluators of the same names, called directly and through its ``evaluate()`` (``F1ScoreEvaluator``, ``BleuScoreEvaluator``,
    ``RougeScoreEvaluator(rougeL)``, ``GleuScoreEvaluator``; the SDK has no exact-match evaluator), called
-   per row in a subprocess with the SDK's virtual environment, on a subsample, extrapolated to 100,000
-   rows. Its BLEU/GLEU tokenizer needs nltk's punkt data, which is not installed and cannot be
+   per row in a subprocess with the SDK's virtual environment, on the same rows (``--sdk-rows`` takes
+   a subsample, extrapolated). Its BLEU/GLEU tokenizer needs nltk's punkt data, which is not installed and cannot be
    downloaded here, so ``nltk_tokenize`` is replaced by the data-free Treebank tokenizer (the same
    tokenizer touchstone uses; punkt's sentence splitting would only add time to the SDK's figure).
 
@@ -188,7 +188,7 @@ def sdk_run(rows: list[dict[str, str]], python: str) -> dict[str, Any] | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--sdk-rows", type=int, default=5_000)
+    parser.add_argument("--sdk-rows", type=int, default=None, help="rows for the SDK (default: all of them)")
     parser.add_argument("--sdk-python", default="/tmp/azvenv/bin/python")
     parser.add_argument("--workers", type=int, default=None)
     args = parser.parse_args()
@@ -221,17 +221,19 @@ def main() -> None:
     assert worst <= 1e-9, f"values differ by {worst}"
     print(f"max |difference| over all rows and metrics (and corpus BLEU): {worst:.2e}")
 
-    sdk = sdk_run(rows[: args.sdk_rows], args.sdk_python)
+    sdk = sdk_run(rows[: args.sdk_rows or len(rows)], args.sdk_python)
     if sdk:
         sdk_rate = sdk["rows"] / sdk["seconds"]
         print(
             f"azure-ai-evaluation (f1, bleu, rougeL, gleu; {sdk['rows']} rows): {sdk['seconds']:.1f} s, "
-            f"{sdk_rate:,.0f} rows/s -> {len(rows) / sdk_rate:.0f} s for {len(rows)} rows (extrapolated)"
+            f"{sdk_rate:,.0f} rows/s" + (f" -> {len(rows) / sdk_rate:.0f} s for {len(rows)} rows (extrapolated)"
+                                          if sdk["rows"] < len(rows) else "")
         )
         ev_rate = sdk["rows"] / sdk["evaluate_seconds"]
         print(
             f"azure-ai-evaluation evaluate() with the same four: {sdk['evaluate_seconds']:.1f} s, "
-            f"{ev_rate:,.0f} rows/s -> {len(rows) / ev_rate:.0f} s for {len(rows)} rows (extrapolated)"
+            f"{ev_rate:,.0f} rows/s" + (f" -> {len(rows) / ev_rate:.0f} s for {len(rows)} rows (extrapolated)"
+                                        if sdk["rows"] < len(rows) else "")
         )
         print(f"speed-up over the SDK's evaluators called directly: {(len(rows) / t_ts) / sdk_rate:.1f}x")
         print(f"speed-up over the SDK's evaluate(): {(len(rows) / t_ts) / ev_rate:.1f}x")

@@ -185,6 +185,12 @@ def eval_command(
     max_retries: int | None = typer.Option(
         None, "--max-retries", help="Retries of a judge call after a transient error (default 6)."
     ),
+    http_transport: str | None = typer.Option(
+        None,
+        "--http-transport",
+        help="HTTP stack under the openai client: aiohttp (less CPU per request), httpx, or auto "
+        "(default: aiohttp when installed; or $TOUCHSTONE_HTTP_TRANSPORT).",
+    ),
 ) -> None:
     """Evaluate DATA with the chosen metrics, print a summary table, store the run."""
     from touchstone.engine.runner import evaluate
@@ -219,6 +225,7 @@ def eval_command(
                 "cache": False if no_cache else None,
                 "timeout": timeout,
                 "max_retries": max_retries,
+                "http_transport": http_transport,
             }.items()
             if v is not None
         }

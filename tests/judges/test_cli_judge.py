@@ -88,3 +88,28 @@ def test_resume_finishes_an_interrupted_run(
     assert fake_openai.count == 12 - done
     assert RunStore(store).get_run(run.id).status == "completed"  # type: ignore[union-attr]
     assert RunStore(store).count_scores(run.id) == 12
+
+
+@pytest.mark.parametrize("transport", ["httpx", "aiohttp"])
+def test_http_transport_option(
+    transport: str, fake_openai: FakeOpenAIServer, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    fake_openai.handler = judge_handler
+    store = tmp_path / "runs.db"
+    result = cli(str(data), *judge_args(fake_openai, store), "--no-cache", "--http-transport", transport)
+    assert result.exit_code == 0, result.output
+    assert fake_openai.count == 12
+    [run] = RunStore(store).list_runs()
+    config = json.dumps(RunStore(store).get_run(run.id).as_dict())  # type: ignore[union-attr]
+    assert f'"http_transport": "{transport}"' in config
+
+
+def test_unknown_http_transport_exits_2(
+    fake_openai: FakeOpenAIServer, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    result = cli(str(data), *judge_args(fake_openai, tmp_path / "runs.db"), "--http-transport", "curl")
+    assert result.exit_code == 2
+    assert "http_transport must be one of auto, aiohttp, httpx" in result.output
+    assert fake_openai.count == 0

@@ -179,7 +179,8 @@ class AzureOpenAIModelConfiguration(ModelConfigBase):
 class ProviderModelConfiguration(ModelConfigBase):
     """A model of another provider (Anthropic, Gemini, Bedrock...) through an adapter registered with
     :func:`touchstone.judges.adapters.register_adapter`; adapters whose SDK is missing give an install
-    hint. ``options`` are passed to the adapter."""
+    hint. ``options``: settings for a user-registered adapter (it reads ``config.options``); the
+    built-in Anthropic adapter takes none."""
 
     provider_name: str
     model: str
