@@ -182,3 +182,38 @@ def test_parallel_batches_equal_serial(tmp_path: Path) -> None:
     parallel = evaluate(data=rows, evaluators=evs, workers=2, store=tmp_path / "s.db")
     assert serial["rows"] == parallel["rows"]
     assert serial["metrics"] == parallel["metrics"]
+
+
+class _FailsOnEmpty(Evaluator):
+    metric = prefix = score_key = "strict"
+    inputs = (InputSpec("response", "text"),)
+
+    def _score(self, **inputs: Any) -> dict[str, Any]:
+        if not inputs["response"]:
+            raise ValueError("empty response")
+        return self.result(float(len(inputs["response"])))
+
+
+def test_parallel_paths_store_what_they_return(tmp_path: Path) -> None:
+    """In the process pool, plain rows go to the workers as indices and come back with their
+    outputs already encoded; mapped inputs go as rows. Both store exactly what the result holds,
+    and failures are recorded and counted the same way as in process."""
+    from touchstone import RunStore
+
+    rows = [{"answer": "x" * (i % 7), "truth": "x" * (i % 3)} for i in range(21_000)]
+    evs = {"strict": _FailsOnEmpty(), "f1": F1ScoreEvaluator()}
+    config = {"f1": {"column_mapping": {"response": "${data.answer}", "ground_truth": "${data.truth}"}}}
+    results = [
+        evaluate(data=rows, evaluators=evs, evaluator_config=config, workers=w, store=tmp_path / f"s{w}.db")
+        for w in (1, 2)
+    ]
+    assert results[0]["rows"] == results[1]["rows"]
+    assert results[0]["metrics"] == results[1]["metrics"]
+    assert results[1].summary["strict.strict"]["n_failed"] == 3000
+    for w, result in zip((1, 2), results, strict=True):
+        store = RunStore(tmp_path / f"s{w}.db")
+        stored = store.get_scores(result.run["id"])
+        for i in (0, 1, 6, 20_999):
+            for name in evs:
+                out, _ = stored[i, name]
+                assert {f"outputs.{name}.{k}": v for k, v in out.items()}.items() <= result["rows"][i].items()

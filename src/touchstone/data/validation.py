@@ -53,11 +53,23 @@ def validate_records(
         raise InputValidationError(problems)
     # (source, line, field, message) -> evaluator names, so one missing field is reported once
     found: dict[tuple[str, int, str, str], list[str]] = {}
+    # Evaluators that read the same inputs the same way are checked once per row.
+    groups: dict[Any, tuple[Evaluator, Mapping[str, Ref], list[str]]] = {}
+    for name, ev in evaluators.items():
+        mapping = mappings.get(name, {})
+        key = (
+            tuple((s.name, s.kind, s.required) for s in ev.inputs),
+            ev.required_modes(),
+            tuple(sorted((k, str(v)) for k, v in mapping.items())),
+        )
+        groups.setdefault(key, (ev, mapping, []))[2].append(name)
     for record in records:
-        for name, ev in evaluators.items():
-            for field, message in _row_problems(ev, mappings.get(name, {}), record.data, has_target):
-                found.setdefault((record.source, record.line, field, message), []).append(name)
+        for ev, mapping, names in groups.values():
+            for field, message in _row_problems(ev, mapping, record.data, has_target):
+                found.setdefault((record.source, record.line, field, message), []).extend(names)
+    order = {name: i for i, name in enumerate(evaluators)}
     for (source, line, field, message), names in found.items():
+        names.sort(key=order.__getitem__)
         problems.append(Problem(source, line, field, f"{message} (needed by {', '.join(names)})"))
     if problems:
         raise InputValidationError(problems)

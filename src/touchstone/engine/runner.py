@@ -29,7 +29,7 @@ from touchstone.engine.result import EvaluationResult
 from touchstone.errors import ConfigurationError, InputValidationError
 from touchstone.evaluators.base import Evaluator, EvaluatorLike, as_evaluator, describe_exception
 from touchstone.stats.aggregate import aggregate, is_failed
-from touchstone.store.sqlite import RunStore, StoredRow
+from touchstone.store.sqlite import RunStore, StoredRow, encode_outputs
 
 ProgressCallback = Callable[[int, int], None]
 BATCH_ROWS = 2000
@@ -258,12 +258,16 @@ class _Runner:
         await asyncio.gather(*(call(i) for i in missing))
 
     # ------------------------------------------------------------------ inputs
-    def inputs_for(self, name: str, i: int) -> dict[str, Any] | str:
-        """The evaluator's inputs for row ``i``, or why they cannot be built (a target failure, or a
-        target output of the wrong type)."""
+    def _plan(self, name: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
         plan = self._plans.get(name)
         if plan is None:
             plan = self._plans[name] = _direct_plan(self.evs[name], self.mappings.get(name, {}), self.target is not None)
+        return plan
+
+    def inputs_for(self, name: str, i: int) -> dict[str, Any] | str:
+        """The evaluator's inputs for row ``i``, or why they cannot be built (a target failure, or a
+        target output of the wrong type)."""
+        plan = self._plan(name)
         if plan:  # plain column lookups (validated before the run): no mapping, no target
             return _direct_inputs(plan, self.records[i].data)
         ev = self.evs[name]
@@ -291,6 +295,9 @@ class _Runner:
         workers = self.workers if self.workers is not None else (os.cpu_count() or 1)
         pool: Executor | None = None
         if workers > 1 and pending >= PARALLEL_MIN_ROWS:
+            # Forked workers see the records as they are now (copy-on-write): chunks of plain rows are
+            # sent as row indices, not as pickled inputs.
+            _FORKED_RECORDS[self.ctx.run_id] = self.records
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
         try:
             for name, ev in evs.items():
@@ -298,26 +305,35 @@ class _Runner:
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
+                _FORKED_RECORDS.pop(self.ctx.run_id, None)
 
     async def _run_sync_one(
         self, name: str, ev: Evaluator, indices: list[int], pool: Executor | None, workers: int
     ) -> None:
         loop = asyncio.get_running_loop()
 
+        plan = self._plan(name)
+        run_id = self.ctx.run_id
+
         async def one(chunk: list[int]) -> None:
-            prepared = [(i, self.inputs_for(name, i)) for i in chunk]
-            good = [(i, inp) for i, inp in prepared if isinstance(inp, dict)]
-            rows = [inp for _, inp in good]
-            if pool is not None:
-                outs = await loop.run_in_executor(pool, _score_batch, ev, rows)
+            encoded: list[str] | None = None
+            if pool is not None and plan:
+                outs, encoded = await loop.run_in_executor(pool, _score_indices, ev, run_id, plan, chunk)
+                pairs = list(zip(chunk, outs, strict=True))
             else:
-                outs = await asyncio.to_thread(ev.score_batch, rows)
-            by_idx = {i: out for (i, _), out in zip(good, outs, strict=True)}
-            records = []
+                prepared = [(i, self.inputs_for(name, i)) for i in chunk]
+                good = [(i, inp) for i, inp in prepared if isinstance(inp, dict)]
+                rows = [inp for _, inp in good]
+                if pool is not None:
+                    outs = await loop.run_in_executor(pool, _score_batch, ev, rows)
+                else:
+                    outs = await asyncio.to_thread(ev.score_batch, rows)
+                by_idx = {i: out for (i, _), out in zip(good, outs, strict=True)}
+                pairs = [(i, by_idx[i] if isinstance(inp, dict) else ev.failure(str(inp))) for i, inp in prepared]
+            records: list[tuple[int, dict[str, Any] | str, bool, None]] = []
             scores = self.scores
-            for i, inp in prepared:
-                out = by_idx[i] if isinstance(inp, dict) else ev.failure(str(inp))
-                records.append((i, out, is_failed(out), None))
+            for k, (i, out) in enumerate(pairs):
+                records.append((i, out if encoded is None else encoded[k], is_failed(out), None))
                 scores[i, name] = (out, None)
             self.store.put_scores(self.ctx.run_id, name, records)
             self._tick(len(chunk))
@@ -415,6 +431,20 @@ def _direct_inputs(plan: tuple[tuple[str, tuple[str, ...]], ...], data: Mapping[
 def _score_batch(ev: Evaluator, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Top-level so a process pool can run it."""
     return ev.score_batch(rows)
+
+
+_FORKED_RECORDS: dict[str, list[Record]] = {}
+"""The records of runs using a forked process pool, by run id (inherited by the workers)."""
+
+
+def _score_indices(
+    ev: Evaluator, run_id: str, plan: tuple[tuple[str, tuple[str, ...]], ...], indices: list[int]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """In a forked worker: score the rows ``indices`` of the run's records (plain column inputs);
+    the outputs, and the same encoded for the store (the parent process has less to do)."""
+    records = _FORKED_RECORDS[run_id]
+    outs = ev.score_batch([_direct_inputs(plan, records[i].data) for i in indices])
+    return outs, [encode_outputs(out) for out in outs]
 
 
 def build_result(

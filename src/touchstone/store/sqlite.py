@@ -74,6 +74,11 @@ def _dumps(value: Any) -> str:
     return _ENCODE(value)
 
 
+def encode_outputs(outputs: dict[str, Any]) -> str:
+    """Outputs as the store writes them (so a worker process can encode them ahead)."""
+    return _ENCODE(outputs)
+
+
 @dataclass
 class RunInfo:
     id: str
@@ -225,16 +230,25 @@ class RunStore:
         self,
         run_id: str,
         evaluator: str,
-        scores: Iterable[tuple[int, dict[str, Any], bool, dict[str, Any] | None]],
+        scores: Iterable[tuple[int, dict[str, Any] | str, bool, dict[str, Any] | None]],
     ) -> None:
-        """Write ``(row index, outputs, failed, usage)`` tuples of one evaluator in one transaction."""
+        """Write ``(row index, outputs, failed, usage)`` tuples of one evaluator in one transaction.
+        ``outputs`` may be given already JSON-encoded (a ``str``, as :func:`encode_outputs` makes it)."""
         stamp = now()
         with self._tx() as c:
             c.executemany(
                 "INSERT OR REPLACE INTO scores (run_id, idx, evaluator, outputs, failed, usage, created) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (run_id, idx, evaluator, _dumps(out), int(failed), None if usage is None else _dumps(usage), stamp)
+                    (
+                        run_id,
+                        idx,
+                        evaluator,
+                        out if isinstance(out, str) else _dumps(out),
+                        int(failed),
+                        None if usage is None else _dumps(usage),
+                        stamp,
+                    )
                     for idx, out, failed, usage in scores
                 ],
             )
