@@ -136,6 +136,22 @@ def touchstone_run(rows: list[dict[str, str]], workers: int | None) -> tuple[flo
         return time.perf_counter() - started, result
 
 
+def per_metric_costs(rows: list[dict[str, str]]) -> dict[str, float]:
+    """Microseconds per row of each evaluator's ``score_batch`` alone (one process, libraries loaded):
+    the floor any engine pays for these metrics."""
+    from touchstone.evaluators.overlap import BleuScoreEvaluator, GleuScoreEvaluator, RougeScoreEvaluator
+    from touchstone.evaluators.text import ExactMatchEvaluator, F1ScoreEvaluator
+
+    costs = {}
+    for name, ev in [("f1", F1ScoreEvaluator()), ("exact_match", ExactMatchEvaluator()), ("bleu", BleuScoreEvaluator()),
+                     ("rougeL", RougeScoreEvaluator("rougeL")), ("gleu", GleuScoreEvaluator())]:
+        ev.score_batch(rows[:10])  # imports
+        started = time.perf_counter()
+        ev.score_batch(rows)
+        costs[name] = 1e6 * (time.perf_counter() - started) / len(rows)
+    return costs
+
+
 # ----------------------------------------------------------------------------- azure-ai-evaluation
 SDK_SCRIPT = r"""
 import json, sys, time
@@ -195,6 +211,10 @@ def main() -> None:
 
     rows = make_rows(args.rows)
     print(f"{len(rows)} rows, {os.cpu_count()} CPUs", flush=True)
+
+    costs = per_metric_costs(rows[:5000])
+    print("per-row CPU of each metric (score_batch, one process): "
+          + ", ".join(f"{k} {v:.0f} us" for k, v in costs.items()) + f"; total {sum(costs.values()):.0f} us", flush=True)
 
     t_ref, ref, ref_corpus = reference_loop(rows)
     print(f"reference loop: {t_ref:.1f} s, {len(rows) / t_ref:,.0f} rows/s", flush=True)
