@@ -510,6 +510,18 @@ class FakeOpenAIServer:
         if (body.get("logprobs") or body.get("top_logprobs")) and not self.supports_logprobs:
             return 400, self._error_body("logprobs are not supported", param="logprobs"), {}, None, 0.0
 
+        reply, delay, early = self._scripted(fault, request, delay)
+        if early is not None:
+            return early
+        if reply.status != 200:
+            payload = self._error_body(reply.error or f"HTTP {reply.status}", reply.error_code, reply.error_param,
+                                       "server_error" if reply.status >= 500 else "invalid_request_error")
+            return reply.status, payload, reply.headers, None, delay
+        return 200, self._completion(body, reply), reply.headers, None, delay
+
+    def _scripted(self, fault: str | None, request: FakeRequest, delay: float) -> tuple[Reply, float, Any]:
+        """The handler's reply (or the injected schema violation), its latency, and the raw answer to
+        send at once for a hang, a dropped connection or verbatim bytes (else None)."""
         if fault == "schema":
             result: Reply | str | dict[str, Any] | None = Reply(content='{"verdict": "not what you asked for"}')
         else:
@@ -518,14 +530,10 @@ class FakeOpenAIServer:
         if reply.latency is not None:
             delay = reply.latency
         if reply.action in ("hang", "drop"):
-            return 0, b"", {}, reply.action, delay if reply.action == "drop" else 0.0
+            return reply, delay, (0, b"", {}, reply.action, delay if reply.action == "drop" else 0.0)
         if reply.raw is not None:
-            return reply.status, reply.raw, reply.headers, None, delay
-        if reply.status != 200:
-            payload = self._error_body(reply.error or f"HTTP {reply.status}", reply.error_code, reply.error_param,
-                                       "server_error" if reply.status >= 500 else "invalid_request_error")
-            return reply.status, payload, reply.headers, None, delay
-        return 200, self._completion(body, reply), reply.headers, None, delay
+            return reply, delay, (reply.status, reply.raw, reply.headers, None, delay)
+        return reply, delay, None
 
     def _completion(self, body: dict[str, Any], reply: Reply) -> bytes:
         n = int(body.get("n") or 1)
@@ -579,17 +587,9 @@ class FakeOpenAIServer:
         if problem is not None:
             return problem[0], err(problem[0], problem[1]), {}, None, 0.0
 
-        if fault == "schema":
-            result: Reply | str | dict[str, Any] | None = Reply(content='{"verdict": "not what you asked for"}')
-        else:
-            result = self.handler(FakeRequest("POST", path, headers, body, attempt))
-        reply = _as_reply(result)
-        if reply.latency is not None:
-            delay = reply.latency
-        if reply.action in ("hang", "drop"):
-            return 0, b"", {}, reply.action, delay if reply.action == "drop" else 0.0
-        if reply.raw is not None:
-            return reply.status, reply.raw, reply.headers, None, delay
+        reply, delay, early = self._scripted(fault, FakeRequest("POST", path, headers, body, attempt), delay)
+        if early is not None:
+            return early
         if reply.status != 200:
             return reply.status, err(reply.status, reply.error or f"HTTP {reply.status}", reply.error_code), reply.headers, None, delay
         text = reply.content[0] if isinstance(reply.content, list) else (reply.content or "")
