@@ -48,6 +48,27 @@ print(json.dumps({"seconds": elapsed, "rows": len(rows), "failed": failed}))
 """
 
 
+RAGAS_SCRIPT = r"""
+import json, sys, time, warnings
+warnings.filterwarnings("ignore")
+from langchain_openai import ChatOpenAI
+from ragas import EvaluationDataset, evaluate
+from ragas.llms import LangchainLLMWrapper
+from ragas.metrics import Faithfulness
+args = json.loads(sys.argv[1])
+rows = [json.loads(line) for line in open(args["data"])]
+data = EvaluationDataset.from_list([
+    {"user_input": r["query"], "retrieved_contexts": [r["context"]], "response": r["response"]} for r in rows
+])
+llm = LangchainLLMWrapper(ChatOpenAI(model="gpt-4o-mini", base_url=args["base_url"], api_key="sk-bench"))
+t = time.perf_counter()
+result = evaluate(data, metrics=[Faithfulness(llm=llm)], show_progress=False)
+elapsed = time.perf_counter() - t
+scores = result.to_pandas()["faithfulness"]
+print(json.dumps({"seconds": elapsed, "rows": len(rows), "failed": int(scores.isna().sum())}))
+"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -152,12 +173,36 @@ def run_sdk(python: str, base_url: str, data: Path, workdir: Path) -> dict[str, 
     }
 
 
+def run_ragas(python: str, base_url: str, data: Path, workdir: Path) -> dict[str, Any]:
+    """ragas' faithfulness (two calls per row: statements, then verdicts) through its own
+    ``evaluate()`` with its default settings. The fake server answers its prompt-embedded JSON
+    schemas, so no reply needs ragas' format-fixing retries."""
+    args = {"base_url": base_url, "data": str(data)}
+    proc = subprocess.run([python, "-c", RAGAS_SCRIPT, json.dumps(args)], capture_output=True, text=True,
+                          cwd=workdir, timeout=3600)
+    if proc.returncode != 0:
+        return {"label": "ragas", "error": proc.stderr[-2000:]}
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    calls = 2 * out["rows"]
+    return {
+        "label": "ragas faithfulness + evaluate() (2 calls per row)",
+        "rows": out["rows"],
+        "failed": out["failed"],
+        "seconds": round(out["seconds"], 2),
+        "calls_per_s": round(calls / out["seconds"], 1),
+        "share_of_capacity": round(calls / out["seconds"] / CAPACITY, 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--sdk-rows", type=int, default=300, help="rows for the compatible SDK (it is slower)")
     parser.add_argument("--azure-python", default="/tmp/azvenv/bin/python")
     parser.add_argument("--skip-sdk", action="store_true")
+    parser.add_argument("--ragas-python", default="/tmp/ragasvenv/bin/python",
+                        help="a Python with ragas and langchain-openai (skipped when absent)")
+    parser.add_argument("--ragas-rows", type=int, default=300)
     parser.add_argument("--transports", default="aiohttp,httpx",
                         help="HTTP stacks under the openai client to measure (comma-separated)")
     args = parser.parse_args()
@@ -184,12 +229,18 @@ def main() -> None:
                 write_data(sdk_data, args.sdk_rows)
                 results.append(run_sdk(args.azure_python, base_url, sdk_data, work))
                 print(json.dumps(results[-1]), flush=True)
+            if not args.skip_sdk and Path(args.ragas_python).exists():
+                ragas_data = work / "ragas.jsonl"
+                write_data(ragas_data, args.ragas_rows)
+                results.append(run_ragas(args.ragas_python, base_url, ragas_data, work))
+                print(json.dumps(results[-1]), flush=True)
     finally:
         server.terminate()
         server.wait(10)
 
     print(f"\nserver capacity: {CAP} concurrent / {LATENCY} s = {CAPACITY:.0f} calls/s")
     sdk = next((r for r in results if r["label"].startswith("azure") and "calls_per_s" in r), None)
+    ragas = next((r for r in results if r["label"].startswith("ragas") and "calls_per_s" in r), None)
     for r in results:
         if "ms_cpu_per_call" in r:
             print(f"{r['label']}: {r['ms_cpu_per_call']} ms (judge session alone: "
@@ -199,6 +250,8 @@ def main() -> None:
             print(f"{r['label']}: error\n{r.get('error')}")
             continue
         ratio = f", {r['calls_per_s'] / sdk['calls_per_s']:.1f}x the SDK" if sdk and r is not sdk else ""
+        if ragas and r["label"].startswith("touchstone"):
+            ratio += f", {r['calls_per_s'] / ragas['calls_per_s']:.1f}x ragas (calls/s)"
         print(f"{r['label']}: {r['rows']} rows, {r['failed']} failed, {r['seconds']} s, "
               f"{r['calls_per_s']} calls/s = {100 * r['share_of_capacity']:.1f}% of capacity{ratio}")
 

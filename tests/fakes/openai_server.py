@@ -166,8 +166,18 @@ class FaultPlan:
 Handler = Callable[[FakeRequest], "Reply | str | dict[str, Any] | None"]
 
 
-def schema_instance(schema: dict[str, Any], *, prefer: int = 4) -> Any:
-    """A plausible value matching a JSON schema: integers near ``prefer`` within their bounds."""
+def schema_instance(schema: dict[str, Any], *, prefer: int = 4, root: dict[str, Any] | None = None) -> Any:
+    """A plausible value matching a JSON schema: integers near ``prefer`` within their bounds; local
+    ``$ref``s (``#/$defs/...``, ``#/definitions/...``) are followed."""
+    root = schema if root is None else root
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        return schema_instance(target, prefer=prefer, root=root)
+    if "allOf" in schema and len(schema["allOf"]) == 1:
+        return schema_instance(schema["allOf"][0], prefer=prefer, root=root)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
@@ -176,9 +186,9 @@ def schema_instance(schema: dict[str, Any], *, prefer: int = 4) -> Any:
     if "const" in schema:
         return schema["const"]
     if kind == "object" or "properties" in schema:
-        return {k: schema_instance(v, prefer=prefer) for k, v in (schema.get("properties") or {}).items()}
+        return {k: schema_instance(v, prefer=prefer, root=root) for k, v in (schema.get("properties") or {}).items()}
     if kind == "array":
-        return [schema_instance(schema.get("items") or {"type": "string"}, prefer=prefer)]
+        return [schema_instance(schema.get("items") or {"type": "string"}, prefer=prefer, root=root)]
     if kind in ("integer", "number"):
         lo = schema.get("minimum", -math.inf)
         hi = schema.get("maximum", math.inf)
@@ -191,11 +201,27 @@ def schema_instance(schema: dict[str, Any], *, prefer: int = 4) -> Any:
     return None
 
 
+_SCHEMA_IN_PROMPT = re.compile(r"JSON[ _-]?Schema[^{]{0,80}", re.IGNORECASE)
+
+
+def prompt_schema(prompt: str) -> dict[str, Any] | None:
+    """A JSON schema spelled out in the prompt ("... complies with the following JSON Schema: {...}"),
+    as prompt-only structured-output libraries (ragas, for one) write it; None if there is none."""
+    match = _SCHEMA_IN_PROMPT.search(prompt)
+    if match is None:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(prompt, match.end())
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and ("properties" in value or "type" in value) else None
+
+
 def judge_handler(request: FakeRequest) -> str:
-    """Default reply of a judge: an instance of the requested schema, else a JSON object with the
-    usual judge keys (``reason``, ``score``, ``status``...) that both touchstone's and the compatible
+    """Default reply of a judge: an instance of the requested schema (``response_format``, or a JSON
+    schema written out in the prompt), else a JSON object with the usual judge keys (``reason``, ``score``, ``status``...) that both touchstone's and the compatible
     SDK's parsers accept."""
-    schema = request.json_schema
+    schema = request.json_schema or prompt_schema(request.prompt)
     if schema is not None:
         return json.dumps(schema_instance(schema))
     return json.dumps(
