@@ -2,8 +2,10 @@
 
 :class:`AdaptiveLimiter` is a semaphore whose size moves: it halves when the server answers 429 (once
 per burst: 429s of requests that were started before the last decrease do not count again), climbs
-quickly back to the last level that worked (one slot per success, like TCP slow start) and then slowly
-beyond it (a few slots per round of successes), never above the configured maximum. A server's
+quickly back to the level the server was seen to admit (one slot per success, like TCP slow start) and
+then, after ``hold_rounds`` rounds of successes at that level (a round: as many successes as slots),
+slowly beyond it (``increase_per_round`` slots per round), never above the configured maximum. The admitted level is the number of requests that were sent before the refused
+one and were still in flight when it was refused: the server was serving them all. A server's
 Retry-After can also pause new requests for a while (:meth:`AdaptiveLimiter.pause`).
 :class:`TokenBucket` caps requests or tokens per minute.
 """
@@ -18,25 +20,33 @@ from dataclasses import dataclass
 
 @dataclass
 class Ticket:
-    """A held slot; ``generation`` is the limiter's decrease count when it was taken."""
+    """A held slot; ``generation`` is the limiter's decrease count when it was taken, ``seq`` its
+    place in the order slots were taken."""
 
     generation: int
     started: float
+    seq: int = 0
 
 
 class AdaptiveLimiter:
     """At most ``limit`` holders at once; ``limit`` adapts between 1 and ``maximum``."""
 
-    def __init__(self, maximum: int, *, adaptive: bool = True, increase_per_round: float = 4.0) -> None:
+    def __init__(
+        self, maximum: int, *, adaptive: bool = True, increase_per_round: float = 1.0, hold_rounds: float = 8.0
+    ) -> None:
         self.maximum = max(1, int(maximum))
         self.adaptive = adaptive
         self.limit = float(self.maximum)
         self.threshold = float(self.maximum)  # last level known to work; below it we climb fast
         self.increase_per_round = increase_per_round
+        self.hold_rounds = hold_rounds
+        self._successes = 0  # since the last decrease
         self.in_flight = 0
         self.generation = 0
         self.decreases = 0
         self.min_limit = self.limit
+        self._seq = 0
+        self._active: dict[int, None] = {}  # seqs of the slots held, in the order they were taken
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._paused_until = 0.0
 
@@ -69,7 +79,9 @@ class AdaptiveLimiter:
             if self.in_flight < self.current:
                 break
         self.in_flight += 1
-        return Ticket(self.generation, time.monotonic())
+        self._seq += 1
+        self._active[self._seq] = None
+        return Ticket(self.generation, time.monotonic(), self._seq)
 
     def _wake(self) -> None:
         free = self.current - self.in_flight
@@ -82,6 +94,7 @@ class AdaptiveLimiter:
     def release(self, ticket: Ticket, outcome: str = "success") -> None:
         """Give the slot back. ``outcome``: ``success``, ``rate_limited`` (a 429) or ``error``."""
         self.in_flight -= 1
+        self._active.pop(ticket.seq, None)
         if self.adaptive:
             if outcome == "rate_limited":
                 self._decrease(ticket)
@@ -92,8 +105,15 @@ class AdaptiveLimiter:
     def _decrease(self, ticket: Ticket) -> None:
         if ticket.generation != self.generation:
             return  # this request was sent before we last backed off: same burst
-        self.threshold = max(1.0, self.limit * 0.9)
+        admitted = 0
+        for seq in self._active:  # in the order taken: stop at the first one sent after the refused one
+            if seq >= ticket.seq:
+                break
+            admitted += 1
+        previous = self.limit
         self.limit = max(1.0, self.limit / 2)
+        self.threshold = max(self.limit, min(previous, float(admitted)))
+        self._successes = 0
         self.generation += 1
         self.decreases += 1
         self.min_limit = min(self.min_limit, self.limit)
@@ -101,9 +121,10 @@ class AdaptiveLimiter:
     def _increase(self) -> None:
         if self.limit >= self.maximum:
             return
+        self._successes += 1
         if self.limit < self.threshold:
             self.limit = min(self.threshold, self.limit + 1.0)
-        else:
+        elif self.decreases == 0 or self._successes >= self.hold_rounds * self.threshold:
             self.limit = min(float(self.maximum), self.limit + self.increase_per_round / self.limit)
 
     def pause(self, seconds: float) -> None:
