@@ -190,8 +190,8 @@ class _Runner:
         self.workers = workers
         self.targets: dict[int, tuple[dict[str, Any] | None, str | None]] = {}
         self.scores: dict[tuple[int, str], tuple[dict[str, Any], dict[str, Any] | None]] = {}
-        self._plans: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
         """Scores produced by this call (as stored), so the result needs no read-back of the store."""
+        self._plans: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
         self.done = 0
         self.total = 0
 
