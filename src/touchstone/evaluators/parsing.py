@@ -19,13 +19,14 @@ which; the caller may ask the judge once to repair it.
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from touchstone.judges.parsing import json_objects
 
 REASON_KEYS = ("reason", "explanation", "reasoning", "rationale", "justification")
 _NUM = r"[-+]?\d+(?:\.\d+)?"
@@ -104,58 +105,6 @@ def _check(value: float | None, raw: str, scale: Scale, denominator: float | Non
 
 
 # ------------------------------------------------------------------------------------------ JSON
-def json_objects(text: str) -> list[tuple[Any, int, int]]:
-    """Every JSON (or Python-literal) object or array embedded in ``text``, with its span; nested
-    objects inside a found one are not reported separately."""
-    decoder = json.JSONDecoder()
-    found: list[tuple[Any, int, int]] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch not in "{[":
-            i += 1
-            continue
-        try:
-            obj, end = decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
-            obj, end = _literal_at(text, i)
-        if end > i and isinstance(obj, (dict, list)):
-            found.append((obj, i, end))
-            i = end
-        else:
-            i += 1
-    return found
-
-
-def _literal_at(text: str, start: int) -> tuple[Any, int]:
-    """A Python literal dict/list starting at ``start`` (single-quoted keys), via balanced brackets."""
-    depth = 0
-    quote: str | None = None
-    escaped = False
-    for j in range(start, min(len(text), start + 20000)):
-        c = text[j]
-        if quote:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == quote:
-                quote = None
-            continue
-        if c in "'\"":
-            quote = c
-        elif c in "{[":
-            depth += 1
-        elif c in "}]":
-            depth -= 1
-            if depth == 0:
-                try:
-                    return ast.literal_eval(text[start : j + 1]), j + 1
-                except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-                    return None, start
-    return None, start
-
-
 def _score_field(obj: Mapping[str, Any], score_keys: Sequence[str]) -> tuple[str, Any] | None:
     lowered = {str(k).lower(): k for k in obj}
     for key in score_keys:

@@ -11,9 +11,9 @@ from touchstone.data.kinds import context_documents
 from touchstone.evaluators.base import InputSpec, Outputs
 from touchstone.evaluators.conversation import Turn
 from touchstone.evaluators.judging import JudgeEvaluator, JudgeReplyError, format_hint, score_schema
-from touchstone.evaluators.parsing import json_objects
 from touchstone.evaluators.prompting import PromptTemplate, format_documents, load_prompt
 from touchstone.evaluators.registry import register
+from touchstone.judges.parsing import json_objects
 
 _QUERY = InputSpec("query", "text", required=False, description="what the user asked")
 _CONTEXT = InputSpec("context", "context", required=False, description="the retrieved documents")

@@ -1,8 +1,10 @@
 """Tolerant parsing of judge replies that are not (or not only) JSON.
 
 Used when a server does not honour the JSON-schema response format: the reply may wrap its JSON in a
-code fence, add prose around it, or use single quotes. :func:`extract_json` finds the object; it never
-invents one.
+code fence, add prose around it, use single quotes or Python literals, or leave a trailing comma.
+:func:`json_objects` finds every embedded object or array; :func:`extract_json` returns the judge's
+object. Neither ever invents one. The evaluators' score parser
+(:func:`touchstone.evaluators.parsing.parse_judge_reply`) builds on the same scanner.
 """
 
 from __future__ import annotations
@@ -12,63 +14,70 @@ import json
 import re
 from typing import Any
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
 
-def _balanced_objects(text: str) -> list[str]:
-    """Every top-level ``{...}`` span of ``text`` (braces inside strings are skipped)."""
-    spans: list[str] = []
-    depth, start, in_str, quote, escape = 0, -1, False, "", False
-    for i, ch in enumerate(text):
-        if in_str:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == quote:
-                in_str = False
+def json_objects(text: str) -> list[tuple[Any, int, int]]:
+    """Every JSON (or Python-literal) object or array embedded in ``text``, with its span; nested
+    objects inside a found one are not reported separately."""
+    decoder = json.JSONDecoder()
+    found: list[tuple[Any, int, int]] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch not in "{[":
+            i += 1
             continue
-        if ch in "\"'" and depth > 0:
-            in_str, quote = True, ch
-        elif ch == "{":
-            if depth == 0:
-                start = i
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            obj, end = _literal_at(text, i)
+        if end > i and isinstance(obj, (dict, list)):
+            found.append((obj, i, end))
+            i = end
+        else:
+            i += 1
+    return found
+
+
+def _literal_at(text: str, start: int) -> tuple[Any, int]:
+    """A Python literal dict/list starting at ``start`` (single-quoted keys), via balanced brackets."""
+    depth = 0
+    quote: str | None = None
+    escaped = False
+    for j in range(start, min(len(text), start + 20000)):
+        c = text[j]
+        if quote:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == quote:
+                quote = None
+            continue
+        if c in "'\"":
+            quote = c
+        elif c in "{[":
             depth += 1
-        elif ch == "}" and depth > 0:
+        elif c in "}]":
             depth -= 1
             if depth == 0:
-                spans.append(text[start : i + 1])
-    return spans
-
-
-def _loads(candidate: str) -> dict[str, Any] | None:
-    candidate = candidate.strip()
-    try:
-        value = json.loads(candidate)
-    except ValueError:
-        try:
-            value = ast.literal_eval(candidate)  # single quotes, True/False, trailing commas
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            cleaned = re.sub(r",\s*([}\]])", r"\1", candidate)
-            try:
-                value = json.loads(cleaned)
-            except ValueError:
-                return None
-    return value if isinstance(value, dict) else None
+                span = text[start : j + 1]
+                try:
+                    return ast.literal_eval(span), j + 1
+                except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+                    pass
+                try:  # JSON with a trailing comma
+                    return json.loads(_TRAILING_COMMA.sub(r"\1", span)), j + 1
+                except ValueError:
+                    return None, start
+    return None, start
 
 
 def extract_json(text: str) -> dict[str, Any] | None:
-    """The JSON object in a judge's reply: the whole text, a fenced block, or the last balanced
-    ``{...}`` that parses. None when there is none."""
-    whole = _loads(text)
-    if whole is not None:
-        return whole
-    for block in reversed(_FENCE.findall(text)):
-        found = _loads(block)
-        if found is not None:
-            return found
-    for span in reversed(_balanced_objects(text)):
-        found = _loads(span)
-        if found is not None:
-            return found
+    """The JSON object in a judge's reply: the last top-level object in the text (the whole text, a
+    fenced block, or one embedded in prose). None when there is none."""
+    for obj, _, _ in reversed(json_objects(text)):
+        if isinstance(obj, dict):
+            return obj
     return None
