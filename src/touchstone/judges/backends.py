@@ -371,7 +371,8 @@ def resolve_transport(choice: str) -> str:
     available = importlib.util.find_spec("aiohttp") is not None and hasattr(openai, "DefaultAioHttpClient")
     if choice == "aiohttp" and not available:
         raise ConfigurationError(
-            "http_transport='aiohttp' needs aiohttp and openai>=1.86: pip install -U 'openai[aiohttp]'"
+            "http_transport='aiohttp' needs aiohttp and an openai release with DefaultAioHttpClient: "
+            "pip install -U 'openai[aiohttp]'"
         )
     return "aiohttp" if available else "httpx"
 
