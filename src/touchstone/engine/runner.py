@@ -490,11 +490,12 @@ def build_result(
 
     corpus: dict[str, dict[str, float]] = {}
     failed: dict[str, int] = {}
+    has_target = any(t[0] is not None for t in targets.values())
     for name, ev in evs.items():
         ok = [i for i, out in enumerate(per_eval[name]) if not is_failed(out)]
         failed[name] = len(records) - len(ok)
         if type(ev).corpus_metrics is not Evaluator.corpus_metrics:
-            plan = _direct_plan(ev, mappings.get(name, {}), any(t[0] is not None for t in targets.values()))
+            plan = _direct_plan(ev, mappings.get(name, {}), has_target)
             if plan:
                 ins = [_direct_inputs(plan, records[i].data) for i in ok]
             else:

@@ -35,6 +35,18 @@ class InputSpec:
     description: str = ""
 
 
+RESPONSE_AND_GROUND_TRUTHS = (
+    InputSpec("response", "text", description="the application's answer"),
+    InputSpec("ground_truth", "texts", description="the expected answer, or several"),
+)
+"""The inputs of every metric that compares a response with one or several reference answers."""
+
+MODEL_BATCH_ROWS = 1024
+"""``min_batch_rows`` of the local-model metrics: below this many rows per ``score_batch`` call a
+model's batched forward passes lose efficiency (less length-sorting, more padding, more per-call
+overhead); a hint for the engine's chunking."""
+
+
 def describe_exception(exc: BaseException) -> str:
     """A short, secret-free description of why a score could not be obtained."""
     text = str(exc).strip() or exc.__class__.__name__

@@ -37,7 +37,7 @@ from touchstone.data.kinds import as_text_list
 from touchstone.embeddings.deps import check_local, guard_forked_torch, import_local
 from touchstone.embeddings.local import resolve_model
 from touchstone.errors import ConfigurationError, RunAbortedError
-from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
+from touchstone.evaluators.base import MODEL_BATCH_ROWS, RESPONSE_AND_GROUND_TRUTHS, Evaluator, Outputs
 from touchstone.evaluators.lazy import LazyModelState
 from touchstone.evaluators.registry import register
 
@@ -75,16 +75,11 @@ class BertScoreEvaluator(LazyModelState, Evaluator):
     metric = "bertscore"
     prefix = "bertscore_f1"
     score_key = "bertscore_f1"
-    inputs = (
-        InputSpec("response", "text", description="the application's answer"),
-        InputSpec("ground_truth", "texts", description="the expected answer, or several"),
-    )
+    inputs = RESPONSE_AND_GROUND_TRUTHS
     description = "BERTScore precision/recall/F1 with a local model (bert-score)"
     value_range = "0-1 (rescaled: may be below 0)"
     default_threshold: ClassVar[float | None] = 0.6
-    min_batch_rows: ClassVar[int] = 1024
-    """Rows per ``score_batch`` call below which a model's batched forward passes lose efficiency (less
-    length-sorting, more padding, more per-call overhead); a hint for the engine's chunking."""
+    min_batch_rows: ClassVar[int] = MODEL_BATCH_ROWS
 
     def __init__(
         self,

@@ -43,20 +43,15 @@ from enum import Enum
 from typing import Any, ClassVar
 
 from touchstone.data.kinds import as_text_list
-from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
+from touchstone.evaluators.base import RESPONSE_AND_GROUND_TRUTHS, Evaluator, Outputs
 from touchstone.evaluators.registry import register
-
-_TEXT_INPUTS = (
-    InputSpec("response", "text", description="the application's answer"),
-    InputSpec("ground_truth", "texts", description="the expected answer, or several"),
-)
 
 
 # ------------------------------------------------------------------------------------------ shared
 class _OverlapEvaluator(Evaluator):
     """Shared shape: inputs ``response`` + ``ground_truth`` (one or several), a 0-1 score, pass at 0.5."""
 
-    inputs = _TEXT_INPUTS
+    inputs = RESPONSE_AND_GROUND_TRUTHS
     value_range = "0-1"
     default_threshold: ClassVar[float | None] = 0.5
 

@@ -104,7 +104,7 @@ def _check(value: float | None, raw: str, scale: Scale, denominator: float | Non
     return None
 
 
-# ------------------------------------------------------------------------------------------ JSON
+# ------------------------------------------------------------------------------------ JSON fields
 def _score_field(obj: Mapping[str, Any], score_keys: Sequence[str]) -> tuple[str, Any] | None:
     lowered = {str(k).lower(): k for k in obj}
     for key in score_keys:

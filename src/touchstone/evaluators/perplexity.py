@@ -36,7 +36,7 @@ from touchstone.embeddings.batching import EmbeddingBatcher, EmbeddingMemo
 from touchstone.embeddings.deps import check_local, guard_forked_torch, import_local
 from touchstone.embeddings.local import resolve_model
 from touchstone.errors import ConfigurationError, RunAbortedError
-from touchstone.evaluators.base import Evaluator, InputSpec, Outputs, _run_coroutine
+from touchstone.evaluators.base import MODEL_BATCH_ROWS, Evaluator, InputSpec, Outputs, _run_coroutine
 from touchstone.evaluators.lazy import LazyModelState
 from touchstone.evaluators.registry import register
 
@@ -244,9 +244,7 @@ class PerplexityEvaluator(Evaluator):
     value_range = ">=1"
     higher_is_better = False
     default_threshold: ClassVar[float | None] = None
-    min_batch_rows: ClassVar[int] = 1024
-    """Rows per ``score_batch`` call below which a model's batched forward passes lose efficiency (less
-    length-sorting, more padding, more per-call overhead); a hint for the engine's chunking."""
+    min_batch_rows: ClassVar[int] = MODEL_BATCH_ROWS
 
     def __init__(
         self,

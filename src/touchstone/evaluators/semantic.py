@@ -30,7 +30,13 @@ from touchstone.data.kinds import as_text_list
 from touchstone.embeddings.batching import EmbeddingBatcher, EmbeddingMemo, cosine
 from touchstone.embeddings.local import LocalEmbedder
 from touchstone.errors import RunAbortedError
-from touchstone.evaluators.base import Evaluator, InputSpec, Outputs, _run_coroutine
+from touchstone.evaluators.base import (
+    MODEL_BATCH_ROWS,
+    RESPONSE_AND_GROUND_TRUTHS,
+    Evaluator,
+    Outputs,
+    _run_coroutine,
+)
 from touchstone.evaluators.registry import register
 
 
@@ -54,16 +60,11 @@ class EmbeddingSimilarityEvaluator(Evaluator):
     metric = "embedding_similarity"
     prefix = "embedding_similarity"
     score_key = "embedding_similarity"
-    inputs = (
-        InputSpec("response", "text", description="the application's answer"),
-        InputSpec("ground_truth", "texts", description="the expected answer, or several"),
-    )
+    inputs = RESPONSE_AND_GROUND_TRUTHS
     description = "cosine between response and ground-truth embeddings (local model or embeddings API)"
     value_range = "-1-1 (cosine)"
     default_threshold: ClassVar[float | None] = 0.5
-    min_batch_rows: ClassVar[int] = 1024
-    """Rows per ``score_batch`` call below which a model's batched forward passes lose efficiency (less
-    length-sorting, more padding, more per-call overhead); a hint for the engine's chunking."""
+    min_batch_rows: ClassVar[int] = MODEL_BATCH_ROWS
 
     def __init__(
         self,

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any, ClassVar
 
 from touchstone.data.kinds import as_text_list
-from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
+from touchstone.evaluators.base import RESPONSE_AND_GROUND_TRUTHS, Evaluator, Outputs
 from touchstone.evaluators.registry import register
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -41,10 +41,6 @@ def exact_match(prediction: str, truth: str, normalize: bool = True) -> float:
     return float(prediction == truth)
 
 
-_TEXT_INPUTS = (
-    InputSpec("response", "text", description="the application's answer"),
-    InputSpec("ground_truth", "texts", description="the expected answer, or several"),
-)
 
 
 @register
@@ -54,7 +50,7 @@ class F1ScoreEvaluator(Evaluator):
     metric = "f1_score"
     prefix = "f1_score"
     score_key = "f1_score"
-    inputs = _TEXT_INPUTS
+    inputs = RESPONSE_AND_GROUND_TRUTHS
     description = "SQuAD token F1 between response and ground truth (max over several)"
     value_range = "0-1"
     default_threshold: ClassVar[float | None] = 0.5
@@ -75,7 +71,7 @@ class ExactMatchEvaluator(Evaluator):
     metric = "exact_match"
     prefix = "exact_match"
     score_key = "exact_match"
-    inputs = _TEXT_INPUTS
+    inputs = RESPONSE_AND_GROUND_TRUTHS
     description = "response equals a ground truth after SQuAD normalisation"
     value_range = "0/1"
     default_threshold: ClassVar[float | None] = 1.0

@@ -225,12 +225,12 @@ class OpenAIBackend(BackendBase):
         headers = dict(getattr(config, "extra_headers", None) or {})
         common: dict[str, Any] = {"max_retries": 0, "timeout": settings.timeout, "default_headers": headers or None}
         self.transport = resolve_transport(settings.http_transport)
+        httpx = _httpx_module(importlib.import_module("openai._base_client"))
         if self.transport == "aiohttp":
             # One pool for all requests; keep every connection the limit allows alive between calls.
-            limits = importlib.import_module("openai._base_client")
             common["http_client"] = openai.DefaultAioHttpClient(
                 timeout=settings.timeout,
-                limits=_httpx_module(limits).Limits(
+                limits=httpx.Limits(
                     max_connections=None, max_keepalive_connections=max(settings.concurrency, 20)
                 ),
             )
@@ -278,7 +278,7 @@ class OpenAIBackend(BackendBase):
         self.clients: list[Any] = [factory() for _ in range(shards)]
         self.client = self.clients[0]
         self._next = 0
-        self._raw_type = _httpx_module(importlib.import_module("openai._base_client")).Response
+        self._raw_type = httpx.Response
 
     def _entra_tokens(self, provider: Callable[[], Any] | None, credential: Any) -> Callable[[], Awaitable[str]]:
         """The token provider given to ``AsyncAzureOpenAI`` (called before every request, so tokens
