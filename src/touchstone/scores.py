@@ -1,0 +1,151 @@
+"""The typed result of scoring one row with one evaluator.
+
+An evaluator turns one row into an :class:`Outcome`: one :class:`Score` per metric it reports (the
+main one first), plus whatever extra keys the compatible SDK shows beside them (per-turn results of a
+conversation, SDK-only keys). Everything inside touchstone -- the engine, the store's score columns,
+aggregation, comparisons -- reads Scores. The compatible SDK's flat dict (``m``, ``m_result``,
+``m_threshold``, ``m_reason``, ``m_error``...) is made from an Outcome only at the edge, by
+:meth:`Outcome.to_sdk_outputs`: an evaluator's ``__call__``, ``evaluate()``'s rows and the files.
+
+A score that could not be obtained is a Score with ``status = FAILED`` and an :class:`ErrorInfo`
+(kind and message); it is never NaN and never dropped (pydantic-evals' ``EvaluatorFailure`` and
+Inspect AI's unscored samples are the models).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Status(str, Enum):
+    """Whether a score was obtained."""
+
+    OK = "ok"
+    FAILED = "failed"
+
+
+class ErrorKind(str, Enum):
+    """Why a score could not be obtained (the store keeps it in a column, summaries count by it)."""
+
+    INPUT = "input"
+    """The row's inputs could not be used (missing after a target ran, wrong type, the target failed)."""
+    JUDGE_CALL = "judge_call"
+    """A model call failed after its retries, or the provider rejected this row's request."""
+    JUDGE_REPLY = "judge_reply"
+    """The judge answered, but no acceptable score could be read from it (after one repair)."""
+    COMPUTATION = "computation"
+    """The metric's own computation raised."""
+    PARTIAL = "partial"
+    """A part of the row failed (a conversation turn, a component of a composite metric)."""
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """Why a score is missing: a kind (:class:`ErrorKind` value, or a provider's error kind) and a
+    secret-free message."""
+
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass
+class Score:
+    """One metric's result on one row.
+
+    ``name`` is the output key of the value (``f1_score``, ``groundedness``, ``rouge_recall``);
+    ``value`` the number (``None`` when failed, or for a purely categorical score); ``label`` the
+    categorical value where there is one (a severity label); ``passed`` against ``threshold`` when the
+    metric has one; ``reason`` the judge's explanation; ``properties`` provenance and details;
+    ``usage`` the model calls, tokens and cost spent on it."""
+
+    name: str
+    value: float | None
+    status: Status = Status.OK
+    label: str | None = None
+    reason: str | None = None
+    passed: bool | None = None
+    threshold: float | None = None
+    error: ErrorInfo | None = None
+    properties: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.status is Status.OK:
+            if self.value is not None and isinstance(self.value, float) and math.isnan(self.value):
+                raise ValueError(f"score {self.name} is NaN: record a failure instead")
+        elif self.error is None:
+            raise ValueError(f"failed score {self.name} needs an ErrorInfo")
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    @classmethod
+    def failed(cls, name: str, error: ErrorInfo, *, threshold: float | None = None,
+               properties: dict[str, Any] | None = None) -> Score:
+        return cls(name, None, Status.FAILED, error=error, threshold=threshold, properties=properties)
+
+
+@dataclass
+class Outcome:
+    """What an evaluator returns for one row: its Scores (the main one first) and the SDK keys that
+    accompany them.
+
+    ``outputs`` is the compatible SDK's flat dict, in its key order, made from the Scores by the
+    evaluator (see :meth:`touchstone.evaluators.base.Evaluator.result`); it is what ``__call__``
+    returns, what the rows of ``evaluate()`` show, and what the store keeps to rebuild them."""
+
+    scores: list[Score]
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def main(self) -> Score | None:
+        return self.scores[0] if self.scores else None
+
+    @property
+    def failed(self) -> bool:
+        """True when any score of the row failed (the row counts as failed for its evaluator)."""
+        return any(s.status is Status.FAILED for s in self.scores)
+
+    @property
+    def error(self) -> ErrorInfo | None:
+        for s in self.scores:
+            if s.error is not None:
+                return s.error
+        return None
+
+    def score(self, name: str) -> Score | None:
+        for s in self.scores:
+            if s.name == name:
+                return s
+        return None
+
+    def to_sdk_outputs(self) -> dict[str, Any]:
+        """The compatible SDK's flat keys."""
+        return self.outputs
+
+
+def scores_from_outputs(
+    outputs: Mapping[str, Any], main: str, error_key: str, *, numeric: bool = True
+) -> list[Score]:
+    """Scores recovered from a flat dict stored by an older version (before Scores were stored):
+    ``main`` first, then every other numeric key. Used only to read old stores."""
+    err = outputs.get(error_key)
+    if err:
+        return [Score.failed(main, ErrorInfo(ErrorKind.COMPUTATION.value, str(err)))]
+    out: list[Score] = []
+    value = outputs.get(main)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        out.append(Score(main, float(value)))
+    if numeric:
+        for key, v in outputs.items():
+            if key != main and isinstance(v, (int, float)) and not isinstance(v, bool):
+                out.append(Score(key, float(v)))
+    return out
