@@ -98,10 +98,20 @@ class FakeRequest:
 
     @property
     def json_schema(self) -> dict[str, Any] | None:
+        """The schema the reply must follow: OpenAI's ``json_schema`` response format, or llama.cpp's
+        ``json_object`` with a ``schema`` beside it."""
         fmt = self.body.get("response_format") or {}
         if fmt.get("type") == "json_schema":
             return dict((fmt.get("json_schema") or {}).get("schema") or {})
+        if fmt.get("type") == "json_object" and isinstance(fmt.get("schema"), dict):
+            return dict(fmt["schema"])
         return None
+
+    @property
+    def response_format(self) -> str | None:
+        """The ``response_format`` type sent (``json_schema``, ``json_object``, ``text``), or None."""
+        fmt = self.body.get("response_format")
+        return str(fmt.get("type")) if isinstance(fmt, dict) else None
 
     @property
     def model(self) -> str:
@@ -262,7 +272,13 @@ class FakeOpenAIServer:
     """The server. ``start()`` runs it on a background thread (tests); ``serve_forever()`` in the
     foreground (benchmarks). Attributes may be changed between requests: ``handler``, ``latency``,
     ``latency_jitter``, ``max_concurrency``, ``faults``, ``supports_json_schema``, ``supports_logprobs``,
-    ``retry_after``, ``hang_seconds``."""
+    ``rejected_formats``, ``retry_after``, ``hang_seconds``.
+
+    ``supports_json_schema=False`` answers ``json_schema`` requests with a 400 naming
+    ``response_format`` (as OpenAI-compatible servers without structured output do);
+    ``rejected_formats`` names ``response_format`` types answered as llama-cpp-python's server
+    answers the ones it does not take: HTTP 500 with the validation error as the message
+    (``{"json_schema"}`` is that server; add ``"json_object"`` for one that takes neither)."""
 
     def __init__(
         self,
@@ -277,6 +293,7 @@ class FakeOpenAIServer:
         faults: FaultPlan | None = None,
         supports_json_schema: bool = True,
         supports_logprobs: bool = True,
+        rejected_formats: frozenset[str] | set[str] = frozenset(),
         hang_seconds: float = 30.0,
         embedding_dim: int = 8,
         seed: int = 0,
@@ -291,6 +308,7 @@ class FakeOpenAIServer:
         self.faults = faults or FaultPlan()
         self.supports_json_schema = supports_json_schema
         self.supports_logprobs = supports_logprobs
+        self.rejected_formats = frozenset(rejected_formats)
         self.hang_seconds = hang_seconds
         self.embedding_dim = embedding_dim
         self.rng = random.Random(seed)
@@ -530,7 +548,10 @@ class FakeOpenAIServer:
             return (*text_completions(body), None, delay)
         if not path.endswith("/chat/completions"):
             return 404, self._error_body(f"unknown path {path}", "not_found"), {}, None, 0.0
-        if body.get("response_format", {}).get("type") == "json_schema" and not self.supports_json_schema:
+        fmt = request.response_format
+        if fmt in self.rejected_formats:
+            return 500, llama_cpp_format_error(fmt), {}, None, 0.0
+        if fmt == "json_schema" and not self.supports_json_schema:
             return 400, self._error_body("response_format json_schema is not supported by this server",
                                          param="response_format"), {}, None, 0.0
         if (body.get("logprobs") or body.get("top_logprobs")) and not self.supports_logprobs:
@@ -645,6 +666,18 @@ class FakeOpenAIServer:
                                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}).encode(), {}
 
 
+def llama_cpp_format_error(kind: str) -> bytes:
+    """The HTTP 500 body llama-cpp-python's server sends for a ``response_format`` type it does not
+    take: its route handler wraps the request model's validation error as an internal server error."""
+    message = (
+        "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
+        f"  Input should be 'text' or 'json_object' [type=literal_error, input_value='{kind}', input_type=str]"
+        if kind == "json_schema" else f"Unsupported response_format type: {kind}"
+    )
+    return json.dumps({"error": {"message": message, "type": "internal_server_error", "param": None,
+                                 "code": None}}).encode()
+
+
 def fake_token_logprob(token: str) -> float:
     """A deterministic log-probability in [-5, -0.05] for ``token`` (legacy completions)."""
     return -0.05 - (int(hashlib.sha256(token.encode("utf-8")).hexdigest()[:6], 16) % 496) / 100
@@ -732,6 +765,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--retry-after", type=float, default=0.05, help="seconds advertised with a 429")
     parser.add_argument("--fault-rate", type=float, default=0.0)
     parser.add_argument("--no-json-schema", action="store_true", help="reject response_format json_schema")
+    parser.add_argument("--reject-format", action="append", default=[], choices=["json_schema", "json_object"],
+                        help="answer this response_format type with llama-cpp-python's HTTP 500 (repeatable)")
     args = parser.parse_args(argv)
     server = FakeOpenAIServer(
         host=args.host,
@@ -742,6 +777,7 @@ def main(argv: list[str] | None = None) -> None:
         retry_after=args.retry_after,
         faults=FaultPlan(rate=args.fault_rate),
         supports_json_schema=not args.no_json_schema,
+        rejected_formats=frozenset(args.reject_format),
     )
 
     async def run() -> None:

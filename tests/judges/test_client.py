@@ -164,16 +164,19 @@ async def test_content_filter_fails_only_the_row(cfg: OpenAIModelConfiguration, 
 
 
 async def test_structured_output_fallback(cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer) -> None:
-    fake_openai.supports_json_schema = False
+    fake_openai.supports_json_schema = False  # json_schema: HTTP 400 naming response_format
+    fake_openai.rejected_formats = frozenset({"json_object"})  # json_object: llama.cpp's HTTP 500
     async with judge_session(fast()) as session:
         client = get_judge_client(cfg)
         first = await client.chat(msgs("a"), json_schema=SCHEMA, validate=parse_score)
         second = await client.chat(msgs("b"), json_schema=SCHEMA, validate=parse_score)
     assert not first.structured and not second.structured
     assert "```json" in first.text and parse_score(first)[0] in range(1, 6)  # tolerant parsing of free text
-    # one rejected request, then the parameter is never sent again
-    assert [("response_format" in r.body) for r in fake_openai.requests] == [True, False, False]
+    # one rejected request per structured mode, then response_format is never sent again
+    assert [(r.body.get("response_format") or {}).get("type") for r in fake_openai.requests] == [
+        "json_schema", "json_object", None, None]
     assert session.info()["models"][0]["unsupported_params"] == ["response_format"]
+    assert session.info()["models"][0]["structured_output"] == "text"
 
 
 async def test_logprobs_and_n(cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer) -> None:

@@ -60,6 +60,66 @@ class Failure(Exception):
         return self.message
 
 
+STRUCTURED_MODES = ("json_schema", "json_object", "text")
+"""How a JSON schema can be asked of a server, best first: OpenAI's ``json_schema`` response format;
+``json_object`` with the schema beside it (the dialect of llama.cpp servers, which constrain the
+output with a grammar built from it); plain text parsed tolerantly."""
+
+
+class StructuredOutput:
+    """Which structured-output mode one server takes, negotiated once per backend (server and key).
+
+    Until it is decided, only one schema-constrained request is in flight (the *probe*); the others
+    wait for it, so a server that rejects ``json_schema`` costs one rejected request per mode, not
+    one per row. A reply decides the mode it was sent with; a rejection naming the response format
+    moves to the next mode (:meth:`downgrade`)."""
+
+    __slots__ = ("_probe", "decided", "mode")
+
+    def __init__(self, mode: str = "json_schema", *, decided: bool = False) -> None:
+        self.mode = mode
+        self.decided = decided
+        self._probe: asyncio.Future[None] | None = None
+
+    def fix(self, mode: str) -> None:
+        """Decide ``mode`` without asking the server (a provider known to take only this one)."""
+        self.mode, self.decided = mode, True
+
+    async def acquire(self) -> bool:
+        """Wait until the mode is decided, or until this caller may probe: True when it must send
+        the probe and then call :meth:`release`."""
+        while not self.decided:
+            probe = self._probe
+            if probe is None:
+                self._probe = asyncio.get_running_loop().create_future()
+                return True
+            await asyncio.shield(probe)
+        return False
+
+    def release(self) -> None:
+        """The probe ended (decided or not: an undecided mode lets the next waiter probe)."""
+        probe, self._probe = self._probe, None
+        if probe is not None and not probe.done():
+            probe.set_result(None)
+
+    def downgrade(self, rejected: str) -> str:
+        """``rejected`` was refused by the server: the next mode (unchanged when another request
+        already moved past it). Plain text is final."""
+        if self.mode == rejected and rejected != "text":
+            self.mode = STRUCTURED_MODES[STRUCTURED_MODES.index(rejected) + 1]
+            if self.mode == "text":
+                self.decided = True
+        return self.mode
+
+    def response_format(self, schema: dict[str, Any], name: str) -> dict[str, Any] | None:
+        """The ``response_format`` body value for the current mode (None: send none)."""
+        if self.mode == "json_schema":
+            return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+        if self.mode == "json_object":
+            return {"type": "json_object", "schema": schema}
+        return None
+
+
 @dataclass
 class Response:
     """A successful reply: its decoded JSON body and the rate-limit hints in its headers."""
@@ -76,6 +136,7 @@ class Backend(Protocol):
     tpm: TokenBucket | None
     unsupported: set[str]
     host: str
+    structured: StructuredOutput
 
     async def chat(self, body: dict[str, Any], timeout: float) -> Response: ...
 
@@ -94,6 +155,7 @@ class BackendBase:
     rpm: TokenBucket | None = field(init=False, default=None)
     tpm: TokenBucket | None = field(init=False, default=None)
     unsupported: set[str] = field(init=False, default_factory=set)
+    structured: StructuredOutput = field(init=False, default_factory=lambda: StructuredOutput())
 
     def __post_init__(self) -> None:
         self.limiter = AdaptiveLimiter(self.settings.concurrency, adaptive=self.settings.adaptive)
@@ -178,6 +240,17 @@ _STATUS_CAUSE = {
 }
 
 
+_FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object|structured output|\bschema\b")
+
+
+def _names_response_format(sent: dict[str, Any], message: str, param: Any) -> bool:
+    """A rejection of a request carrying ``response_format`` that names it (or the schema): the
+    server does not take this structured-output mode. llama.cpp servers answer HTTP 500 here."""
+    if "response_format" not in sent:
+        return False
+    return param == "response_format" or _FORMAT_WORDS.search(message.lower()) is not None
+
+
 def classify_status(status: int, body: Any, headers: Any, sent: dict[str, Any] | None) -> Failure:
     """Turn an HTTP error status and body into a :class:`Failure`."""
     err = body.get("error", body) if isinstance(body, dict) else {}
@@ -187,6 +260,12 @@ def classify_status(status: int, body: Any, headers: Any, sent: dict[str, Any] |
     code = str(err.get("code") or err.get("type") or "")
     param = err.get("param")
     wait = retry_after_seconds(headers)
+    if status in (400, 422, 500) and code not in _ROW_CODES and sent is not None and _names_response_format(
+        sent, message, param
+    ):
+        kind = sent["response_format"].get("type", "?") if isinstance(sent["response_format"], dict) else "?"
+        return Failure(UNSUPPORTED, f"the server rejected response_format {kind} (HTTP {status}): {message}",
+                       status, param="response_format")
     if status == 429:
         if code == "insufficient_quota" or "exceeded your current quota" in message.lower():
             return Failure(QUOTA, f"quota exhausted: {message}", status)

@@ -125,9 +125,10 @@ class JudgeClient:
     ) -> ChatReply:
         """One chat completion.
 
-        ``json_schema`` requests structured output (``response_format`` ``json_schema``, strict);
-        when the server rejects it the request is sent again without it, and later requests of the
-        session skip it (``ChatReply.structured`` says which happened). ``logprobs``/``top_logprobs``
+        ``json_schema`` requests structured output, negotiated once per server: ``response_format``
+        ``json_schema`` (strict); when the server rejects it, ``json_object`` with the schema (the
+        dialect of llama.cpp servers); when that is rejected too, plain text parsed tolerantly
+        (``ChatReply.structured`` is False then). The session's provenance records the mode. ``logprobs``/``top_logprobs``
         request token log-probabilities (dropped likewise when unsupported). For reasoning models
         temperature is not sent and ``max_tokens`` becomes ``max_completion_tokens``. ``validate``
         (optional) checks a reply; a ``ValueError`` from it makes the call retry."""

@@ -9,8 +9,9 @@ raises the same :class:`~touchstone.errors.RunAbortedError` at once, without a r
 A call: cache lookup (a hit costs nothing) -> join an identical call in flight -> caps and a
 concurrency slot -> request -> on 429 halve concurrency and wait as the server asks, on 5xx, timeouts,
 dropped connections and malformed bodies back off exponentially with jitter, on a rejected optional
-parameter (``response_format``, ``logprobs``, ``seed``...) send again without it -> validate ->
-cache -> account (``add_usage``) -> reply.
+parameter (``logprobs``, ``seed``...) send again without it, on a rejected structured-output mode
+try the next one (negotiated once per server: see :class:`~touchstone.judges.backends.StructuredOutput`)
+-> validate -> cache -> account (``add_usage``) -> reply.
 """
 
 from __future__ import annotations
@@ -129,6 +130,8 @@ class JudgeSession:
                 entry["concurrency_min"] = int(backend.limiter.min_limit)
                 entry["concurrency_decreases"] = backend.limiter.decreases
                 entry["unsupported_params"] = sorted(backend.unsupported)
+                if backend.structured.decided:
+                    entry["structured_output"] = backend.structured.mode
                 transport = getattr(backend, "transport", None)
                 if transport is not None:
                     entry["http_transport"] = transport
@@ -222,7 +225,9 @@ class JudgeSession:
             cache.put_chat(key, config.model_name, stored)
         return reply
 
-    def _chat_body(self, config: ModelConfiguration, request: dict[str, Any], unsupported: set[str]) -> dict[str, Any]:
+    def _chat_body(
+        self, config: ModelConfiguration, request: dict[str, Any], unsupported: set[str], structured: bk.StructuredOutput
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": config.model_name, "messages": request["messages"]}
         if request["n"] != 1:
             body["n"] = request["n"]
@@ -242,28 +247,48 @@ class JudgeSession:
             body["logprobs"] = True
             if request["top_logprobs"] and "top_logprobs" not in unsupported:
                 body["top_logprobs"] = request["top_logprobs"]
-        if request["json_schema"] is not None and "response_format" not in unsupported:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": request["schema_name"], "schema": request["json_schema"], "strict": True},
-            }
+        if request["json_schema"] is not None:
+            fmt = structured.response_format(request["json_schema"], request["schema_name"])
+            if fmt is not None:
+                body["response_format"] = fmt
         return body
 
     async def _call_chat(
         self, config: ModelConfiguration, request: dict[str, Any], validate: Validator | None
     ) -> tuple[dict[str, Any], ChatReply]:
         backend = self.backend(config)
+        structured = backend.structured
+        if request["json_schema"] is None or structured.decided:
+            return await self._chat_attempts(config, backend, request, validate)
+        if "response_format" in backend.unsupported:  # known up front (e.g. Anthropic's adapter)
+            structured.fix("text")
+            return await self._chat_attempts(config, backend, request, validate)
+        probing = await structured.acquire()
+        try:
+            return await self._chat_attempts(config, backend, request, validate)
+        finally:
+            if probing:
+                structured.release()
+
+    async def _chat_attempts(
+        self, config: ModelConfiguration, backend: bk.Backend, request: dict[str, Any], validate: Validator | None
+    ) -> tuple[dict[str, Any], ChatReply]:
         tokens_estimate = _estimate_prompt_tokens(request["messages"]) + (request["max_tokens"] or 256)
         errors = 0
         rate_limited = 0
         last = ""
         while True:
-            body = self._chat_body(config, request, backend.unsupported)
+            body = self._chat_body(config, request, backend.unsupported, backend.structured)
             try:
                 response = await self._send(backend, tokens_estimate, functools.partial(backend.chat, body, self.settings.timeout))
                 data = response.data
                 stored = _stored_reply(data, config.model_name, structured="response_format" in body)
+                if request["json_schema"] is not None:
+                    backend.structured.decided = True  # the server took the mode this body was sent with
             except bk.Failure as failure:
+                if failure.kind == bk.UNSUPPORTED and failure.param == "response_format" and "response_format" in body:
+                    self._downgrade(backend, config, body["response_format"]["type"])
+                    continue
                 if failure.kind == bk.UNSUPPORTED and failure.param and failure.param not in backend.unsupported:
                     self._drop_param(backend, config, failure.param)
                     continue
@@ -336,6 +361,12 @@ class JudgeSession:
         if response.pause:
             backend.limiter.pause(min(response.pause, self.settings.max_retry_wait))
         return response
+
+    def _downgrade(self, backend: bk.Backend, config: ModelConfiguration, rejected: str) -> None:
+        """The server refused structured-output mode ``rejected``: try the next one (recorded once)."""
+        if backend.structured.downgrade(rejected) == "text" and "response_format" not in backend.unsupported:
+            backend.unsupported.add("response_format")
+            self.fallbacks.setdefault(config.model_name, []).append("response_format")
 
     def _drop_param(self, backend: bk.Backend, config: ModelConfiguration, param: str) -> None:
         backend.unsupported.add(param)
