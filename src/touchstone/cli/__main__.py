@@ -1,0 +1,5 @@
+"""``python -m touchstone.cli``."""
+
+from touchstone.cli.app import main
+
+main()

@@ -1,0 +1,116 @@
+"""What the commands share: the two consoles, exit statuses, input-error printing, ``KEY=VALUE``
+option parsing and the summary table."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from touchstone.errors import InputValidationError, Problem
+
+out = Console()
+err = Console(stderr=True)
+
+EXIT_GATE = 1
+"""A gate failed: a mean below ``--min``, a failed score with ``--fail-on-error``, a metric that
+produced no score at all, or a run stopped early."""
+EXIT_BAD_INPUT = 2
+"""The input or the options are invalid; nothing ran."""
+
+NO_VALUE = "—"
+"""Shown for the mean, interval and pass rate of a metric with no score (n = 0)."""
+
+STORE_HELP = "Run store (SQLite)."
+
+
+def fail_input(message: str) -> typer.Exit:
+    """Print ``message`` as an input error on stderr; the Exit (status 2) to raise."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def parse_pairs(values: list[str] | None, option: str) -> dict[str, str]:
+    """``NAME=VALUE`` items of a repeatable option (each may hold several, comma-separated)."""
+    pairs: dict[str, str] = {}
+    for item in values or []:
+        for part in item.split(","):
+            if not part.strip():
+                continue
+            if "=" not in part:
+                raise InputValidationError(
+                    [Problem(option, None, None, f"expected NAME=VALUE, got {part!r}")]
+                )
+            key, value = part.split("=", 1)
+            pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def parse_floats(values: list[str] | None, option: str) -> dict[str, float]:
+    """``NAME=NUMBER`` items of a repeatable option."""
+    result = {}
+    for key, value in parse_pairs(values, option).items():
+        try:
+            result[key] = float(value)
+        except ValueError:
+            raise InputValidationError(
+                [Problem(option, None, key, f"expected a number, got {value!r}")]
+            ) from None
+    return result
+
+
+def parse_names(value: str, option: str) -> list[str]:
+    """A comma-separated list of names; at least one."""
+    names = [m.strip() for m in value.split(",") if m.strip()]
+    if not names:
+        raise InputValidationError([Problem(option, None, None, "no metric given")])
+    return names
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """A number for a table cell; ``-`` when there is none."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _summary_row(key: str, entry: Mapping[str, Any]) -> list[str]:
+    failed = entry.get("n_failed", 0)
+    failed_text = f"[red]{failed}[/]" if failed else "0"
+    if entry.get("corpus"):
+        return [key + " (corpus)", fmt(entry.get("value")), "-", str(entry.get("n", "-")), failed_text, "-"]
+    if entry.get("n") == 0:  # every row failed: say so plainly instead of a made-up mean
+        return [f"[red]{key}[/]", NO_VALUE, NO_VALUE, "0", failed_text, NO_VALUE]
+    lo, hi = entry.get("ci95") or [None, None]
+    ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None else "-"
+    rate = entry.get("pass_rate")
+    return [
+        key,
+        fmt(entry.get("mean")),
+        ci,
+        str(entry.get("n")),
+        failed_text,
+        "-" if rate is None else f"{rate:.1%}",
+    ]
+
+
+def summary_table(summary: Mapping[str, Mapping[str, Any]], title: str | None = None) -> Table:
+    """The summary of a run, one metric a line: mean, 95% CI, n, failed rows, pass rate."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric", style="bold")
+    table.add_column("mean", justify="right")
+    table.add_column("95% CI", justify="right")
+    table.add_column("n", justify="right")
+    table.add_column("failed", justify="right")
+    table.add_column("pass rate", justify="right")
+    for full_key, entry in summary.items():
+        name, _, sub = full_key.partition(".")
+        key = sub if sub == name else full_key  # "f1_score.f1_score" reads better as "f1_score"
+        table.add_row(*_summary_row(key, entry))
+    return table

@@ -1,0 +1,269 @@
+"""``touchstone eval``: evaluate a file of rows, print the summary, store the run, exit by the gates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from touchstone.cli.common import (
+    EXIT_GATE,
+    err,
+    fail_input,
+    out,
+    parse_floats,
+    parse_names,
+    parse_pairs,
+    summary_table,
+)
+from touchstone.engine.outcome import UnscoredMetric, gate_failures, unscored_metrics, with_unscored
+from touchstone.engine.planning import (
+    EvaluationPlan,
+    JudgeChoice,
+    column_mapping_config,
+    judge_options,
+    plan_evaluation,
+)
+from touchstone.errors import ConfigurationError, InputValidationError, RunAbortedError
+
+
+class _progress:
+    """A rich progress bar on stderr (off with --quiet; shown in CI logs as a final line)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.progress: Progress | None = None
+
+    def __enter__(self) -> tuple[Progress | None, Any]:
+        if self.quiet:
+            return None, None
+        self.progress = Progress(
+            TextColumn("scoring"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=err,
+            transient=False,
+        )
+        self.progress.start()
+        return self.progress, self.progress.add_task("scoring", total=None)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _dry_run(data: Path, plan: EvaluationPlan) -> None:
+    from touchstone.judges.config import JudgeSettings
+    from touchstone.judges.dryrun import estimate
+
+    est = estimate(
+        data=str(data),
+        evaluators=plan.evaluators,
+        evaluator_config=plan.evaluator_config,
+        settings=JudgeSettings.from_options(plan.judge_options),
+    )
+    for line in est.lines():
+        out.print(line, highlight=False)
+
+
+def _run(
+    data: Path, plan: EvaluationPlan, name: str | None, run_store: Any, workers: int | None, quiet: bool
+) -> Any:
+    from touchstone.engine.runner import evaluate
+
+    with _progress(quiet) as (progress, task):
+
+        def on_progress(done: int, total: int) -> None:
+            if progress is not None:
+                progress.update(task, completed=done, total=total)
+
+        return evaluate(
+            data=str(data),
+            evaluation_name=name,
+            store=run_store,
+            progress=on_progress,
+            workers=workers,
+            **plan.evaluate_kwargs(),
+        )
+
+
+def _report(
+    result: Any, evaluators: list[str], unscored: list[UnscoredMetric], out_dir: Path | None, store_path: Path
+) -> dict[str, Any]:
+    """Print the table (every chosen metric listed, a metric with no score as n = 0) and where the
+    run went; return the summary the table shows."""
+    run = result.run
+    shown = with_unscored(result.summary, unscored, evaluators)
+    out.print(summary_table(shown, title=f"run {run['id']} — {len(result.rows)} rows"))
+    if out_dir is not None:
+        result.write(out_dir)
+        out.print(f"wrote {out_dir / 'rows.jsonl'} and {out_dir / 'summary.json'}")
+    out.print(f"stored in {store_path} as run {run['id']} (touchstone show {run['id']})", highlight=False)
+    for metric in unscored:
+        err.print(f"[bold red]no score:[/] {metric.describe()}", highlight=False, markup=True, soft_wrap=True)
+    return shown
+
+
+def _exit_status(
+    result: Any,
+    shown: dict[str, Any],
+    unscored: list[UnscoredMetric],
+    minimums: dict[str, float],
+    fail_on_error: bool,
+) -> int:
+    code = 0
+    if unscored:
+        code = EXIT_GATE  # a chosen metric with no score is a failed run, --fail-on-error or not
+    if fail_on_error and result.n_failed:
+        err.print(f"[red]{result.n_failed} scores could not be obtained[/] (--fail-on-error)")
+        code = EXIT_GATE
+    try:
+        below = gate_failures(shown, minimums)
+    except InputValidationError as exc:
+        raise fail_input(str(exc)) from None
+    for line in below:
+        err.print(f"[red]gate failed:[/] {line}")
+    return EXIT_GATE if below else code
+
+
+def eval_command(
+    data: Path = typer.Argument(..., help="Input rows: JSONL (one object per line), CSV or Parquet."),
+    metrics: str = typer.Option(
+        "f1_score,exact_match",
+        "--metrics",
+        "-m",
+        help="Comma-separated metric names (see `touchstone metrics`).",
+    ),
+    out_dir: Path | None = typer.Option(
+        None, "--out", "-o", help="Write rows.jsonl and summary.json into this directory."
+    ),
+    maps: list[str] | None = typer.Option(
+        None,
+        "--map",
+        help="Column mapping INPUT=COLUMN (or INPUT=${target.x}); repeatable, e.g. --map query=q.",
+    ),
+    thresholds: list[str] | None = typer.Option(
+        None, "--threshold", help="Pass threshold METRIC=VALUE; repeatable, e.g. --threshold f1_score=0.6."
+    ),
+    minimums: list[str] | None = typer.Option(
+        None,
+        "--min",
+        help="CI gate: exit 1 if METRIC's mean is below VALUE; repeatable, e.g. --min f1_score=0.7.",
+    ),
+    fail_on_error: bool = typer.Option(
+        False, "--fail-on-error", help="Exit 1 if any score could not be obtained."
+    ),
+    name: str | None = typer.Option(None, "--name", help="A name for the run."),
+    store: Path | None = typer.Option(
+        None, "--store", envvar="TOUCHSTONE_STORE", help="Run store (SQLite). Default: ~/.touchstone/runs.db."
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", help="Processes for CPU-bound metrics (default: all cores on large inputs)."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    judge_model: str | None = typer.Option(
+        None,
+        "--judge-model",
+        help="Judge model for LLM-judged metrics (default: $TOUCHSTONE_JUDGE_MODEL, else gpt-4o-mini).",
+    ),
+    judge_base_url: str | None = typer.Option(
+        None, "--judge-base-url", help="OpenAI-compatible base URL of the judge (default: $OPENAI_BASE_URL)."
+    ),
+    score_mode: str | None = typer.Option(
+        None,
+        "--score-mode",
+        help="Judge scores: 'sampled' (default) or 'logprobs' (probability-weighted expectation).",
+    ),
+    metric_file: Path | None = typer.Option(
+        None,
+        "--metric-file",
+        help="YAML file of custom metrics (rubrics or Python functions), all added to the run.",
+    ),
+    azure_endpoint: str | None = typer.Option(
+        None, "--azure-endpoint", help="Azure OpenAI endpoint of the judge (default: $AZURE_OPENAI_ENDPOINT)."
+    ),
+    azure_deployment: str | None = typer.Option(
+        None,
+        "--azure-deployment",
+        help="Azure OpenAI deployment of the judge (default: $AZURE_OPENAI_DEPLOYMENT).",
+    ),
+    concurrency: int | None = typer.Option(
+        None,
+        "--concurrency",
+        help="Most judge requests in flight (default 32; halves on 429 and climbs back).",
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the judge response cache."),
+    resume: str | None = typer.Option(
+        None, "--resume", help="Resume an interrupted run: its stored scores are kept, the rest is computed."
+    ),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Print the number of judge calls and an estimate of tokens and cost; call nothing.",
+    ),
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per judge request (default 60)."),
+    max_retries: int | None = typer.Option(
+        None, "--max-retries", help="Retries of a judge call after a transient error (default 6)."
+    ),
+    http_transport: str | None = typer.Option(
+        None,
+        "--http-transport",
+        help="HTTP stack under the openai client: aiohttp (less CPU per request), httpx, or auto "
+        "(default: aiohttp when installed; or $TOUCHSTONE_HTTP_TRANSPORT).",
+    ),
+) -> None:
+    """Evaluate DATA with the chosen metrics, print a summary table, store the run.
+
+    Exits 1 when a gate fails (--min, --fail-on-error), when a chosen metric produced no score on
+    any row, or when the run was stopped early; 2 when the input or an option is invalid."""
+    from touchstone.store.sqlite import RunStore
+
+    try:
+        # parsed in this order so that the first bad option is the one reported, as before
+        metric_names = parse_names(metrics, "--metrics")
+        threshold_values = parse_floats(thresholds, "--threshold")
+        minimum_values = parse_floats(minimums, "--min")
+        evaluator_config = column_mapping_config(parse_pairs(maps, "--map"))
+        plan = plan_evaluation(
+            metric_names,
+            threshold_values,
+            evaluator_config,
+            judge=JudgeChoice(judge_model, judge_base_url, azure_endpoint, azure_deployment),
+            score_mode=score_mode,
+            metric_file=metric_file,
+            judge_session=judge_options(
+                concurrency=concurrency,
+                cache=False if no_cache else None,
+                timeout=timeout,
+                max_retries=max_retries,
+                http_transport=http_transport,
+            ),
+            store=store,
+            resume=resume,
+        )
+        if dry_run:
+            _dry_run(data, plan)
+            raise typer.Exit(0)
+        run_store = RunStore(store)
+        result = _run(data, plan, name, run_store, workers, quiet)
+    except (InputValidationError, ConfigurationError) as exc:
+        raise fail_input(str(exc)) from None
+    except RunAbortedError as exc:
+        err.print(f"[bold red]run stopped:[/] {exc}", highlight=False)
+        raise typer.Exit(EXIT_GATE) from None
+
+    evaluators = list(plan.evaluators)
+    unscored = unscored_metrics(evaluators, result.rows, result.summary)
+    shown = _report(result, evaluators, unscored, out_dir, run_store.path)
+    raise typer.Exit(_exit_status(result, shown, unscored, minimum_values, fail_on_error))

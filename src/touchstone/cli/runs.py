@@ -1,0 +1,36 @@
+"""``touchstone runs``: the stored runs, newest first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from touchstone.cli.common import STORE_HELP, out
+
+
+def runs_command(
+    store: Path | None = typer.Option(None, "--store", envvar="TOUCHSTONE_STORE", help=STORE_HELP),
+    limit: int = typer.Option(20, "--limit", help="How many runs, newest first."),
+) -> None:
+    """List stored runs, newest first."""
+    from touchstone.store.sqlite import RunStore
+
+    run_store = RunStore(store)
+    table = Table(title=f"runs in {run_store.path}")
+    table.add_column("id", no_wrap=True, min_width=22)
+    for col in ("name", "started", "status", "rows", "data", "metrics"):
+        table.add_column(col, overflow="fold")
+    for info in run_store.list_runs(limit):
+        evaluators = ", ".join(info.config.get("evaluators", {}))
+        table.add_row(
+            info.id,
+            info.name or "",
+            info.started,
+            info.status,
+            str(info.config.get("n_rows", "")),
+            str(info.config.get("data", "")),
+            evaluators,
+        )
+    out.print(table)

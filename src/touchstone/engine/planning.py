@@ -1,0 +1,252 @@
+"""From the choices of a user (metric names, thresholds, judge flags, a stored run to resume) to what
+``evaluate()`` takes: built evaluators, their configuration and the judge options.
+
+The command line parses its flags and calls these; any other front end (a notebook helper, a service)
+can do the same and get the same runs. Nothing here prints or exits.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from touchstone.errors import ConfigurationError, InputValidationError, Problem
+
+
+@dataclass(frozen=True)
+class JudgeChoice:
+    """How the user named the judge model: each field None when not given (the environment fills in)."""
+
+    model: str | None = None
+    base_url: str | None = None
+    azure_endpoint: str | None = None
+    azure_deployment: str | None = None
+
+    @property
+    def names_azure(self) -> bool:
+        return bool(self.azure_endpoint or self.azure_deployment)
+
+    @property
+    def names_openai(self) -> bool:
+        return bool(self.model or self.base_url)
+
+
+@dataclass(frozen=True)
+class StoredRunSettings:
+    """What a stored run was started with, enough to start it again the same way.
+
+    ``judge`` carries no secret: keys come from the environment again when the run resumes."""
+
+    run_id: str
+    metric_names: list[str]
+    thresholds: dict[str, float]
+    evaluator_config: dict[str, Any]
+    judge: Any = None
+
+
+@dataclass
+class EvaluationPlan:
+    """Everything ``evaluate()`` needs besides the data: ``evaluators`` by name, ``evaluator_config``
+    (column mappings), ``judge_options`` (settings of the judge session) and ``resume`` (a run id)."""
+
+    evaluators: dict[str, Any]
+    evaluator_config: dict[str, Any]
+    judge_options: dict[str, Any] = field(default_factory=dict)
+    judge: Any = None
+    resume: str | None = None
+
+    def evaluate_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``evaluate()`` that this plan decides."""
+        return {
+            "evaluators": self.evaluators,
+            "evaluator_config": self.evaluator_config,
+            "resume": self.resume,
+            **self.judge_options,
+        }
+
+
+def column_mapping_config(maps: Mapping[str, str]) -> dict[str, Any]:
+    """An ``evaluator_config`` applying ``INPUT -> COLUMN`` to every evaluator; a value already written
+    as a reference (``${target.x}``, ``${data.y}``) is kept, a bare column name means ``${data.COLUMN}``."""
+    column_mapping = {k: v if v.startswith("${") else "${data." + v + "}" for k, v in maps.items()}
+    return {"default": {"column_mapping": column_mapping}} if column_mapping else {}
+
+
+def judge_options(
+    *,
+    concurrency: int | None = None,
+    cache: bool | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+    http_transport: str | None = None,
+) -> dict[str, Any]:
+    """The judge-session options of ``evaluate()`` that were actually given (None means: the default)."""
+    given = {
+        "concurrency": concurrency,
+        "cache": cache,
+        "timeout": timeout,
+        "max_retries": max_retries,
+        "http_transport": http_transport,
+    }
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def build_evaluators(
+    metric_names: Sequence[str],
+    thresholds: Mapping[str, float],
+    options: Mapping[str, Any],
+    *,
+    threshold_source: str = "--threshold",
+) -> dict[str, Any]:
+    """Evaluators by metric name, through the registry (unknown names raise with close matches).
+
+    A threshold for a metric that is not chosen is an input error (``threshold_source`` names where
+    the thresholds came from, for the message)."""
+    from touchstone.evaluators import registry
+
+    names = list(metric_names)
+    for name in thresholds:
+        if name not in names:
+            raise InputValidationError(
+                [Problem(threshold_source, None, name, f"not one of the chosen metrics {names}")]
+            )
+    for name in names:
+        registry.get(name)  # report an unknown name before building anything
+    return {name: registry.create(name, threshold=thresholds.get(name), **options) for name in names}
+
+
+def stored_run_settings(store: str | os.PathLike[str] | None, run_id: str) -> StoredRunSettings:
+    """Metric names, thresholds, evaluator configuration and judge configuration of the stored run
+    ``run_id``, to resume it as it was started. Raises ConfigurationError when there is no such run."""
+    from touchstone.store.sqlite import RunStore
+
+    run_store = RunStore(store)
+    info = run_store.get_run(run_id)
+    if info is None:
+        raise ConfigurationError(f"no run {run_id!r} in the store {run_store.path}")
+    names: list[str] = []
+    thresholds: dict[str, float] = {}
+    judge: Any = None
+    for name, ev in (info.config.get("evaluators") or {}).items():
+        metric = ev.get("metric") or name
+        names.append(metric)
+        opts = ev.get("options") or {}
+        if isinstance(opts.get("threshold"), (int, float)):
+            thresholds[metric] = float(opts["threshold"])
+        if judge is None:
+            judge = _judge_from_description(opts.get("judge"))
+    evaluator_config = dict(info.config.get("evaluator_config") or {})
+    return StoredRunSettings(run_id, names, thresholds, evaluator_config, judge)
+
+
+def _judge_from_description(described: Any) -> Any:
+    """A judge configuration from the description a run stores (model, endpoint; never a key)."""
+    if not (isinstance(described, dict) and described.get("model")):
+        return None
+    from touchstone.judges.config import AzureOpenAIModelConfiguration, OpenAIModelConfiguration
+
+    if described.get("azure_endpoint"):
+        return AzureOpenAIModelConfiguration(
+            azure_endpoint=described["azure_endpoint"],
+            azure_deployment=described["model"],
+            api_version=described.get("api_version"),
+        )
+    return OpenAIModelConfiguration(described["model"], base_url=described.get("base_url"))
+
+
+def configured_judge(model: str | None = None, base_url: str | None = None) -> Any:
+    """The judge from a model name and base URL with the environment as fallback, or None when
+    nothing names a judge (a judge metric then says how to configure one before anything runs)."""
+    from touchstone.evaluators.judging import configured_judge as from_flags_and_env
+
+    return from_flags_and_env(model, base_url)
+
+
+def resolve_judge(choice: JudgeChoice, stored: Any = None) -> Any:
+    """The judge of a run: Azure OpenAI when an Azure endpoint or deployment is named; else the judge
+    of the resumed run (``stored``) unless a model or base URL is named anew; else the named one with
+    the environment as fallback (None when nothing names a judge)."""
+    if choice.names_azure:
+        from touchstone.judges.config import model_config_from_env
+
+        return model_config_from_env(
+            choice.model, azure_endpoint=choice.azure_endpoint, azure_deployment=choice.azure_deployment
+        )
+    if stored is not None and not choice.names_openai:
+        return stored
+    return configured_judge(choice.model, choice.base_url)
+
+
+def plan_evaluation(
+    metric_names: Sequence[str],
+    thresholds: Mapping[str, float],
+    evaluator_config: Mapping[str, Any],
+    *,
+    judge: JudgeChoice | None = None,
+    score_mode: str | None = None,
+    metric_file: str | os.PathLike[str] | None = None,
+    judge_session: Mapping[str, Any] | None = None,
+    store: str | os.PathLike[str] | None = None,
+    resume: str | None = None,
+) -> EvaluationPlan:
+    """The evaluators and options of a run.
+
+    With ``resume``, the stored run's own metrics, thresholds and mapping replace the given ones (the
+    run continues as it was started) and its judge is kept unless another is named. Every metric of
+    ``metric_file`` is added. Raises InputValidationError / ConfigurationError before anything runs."""
+    choice = judge or JudgeChoice()
+    names, limits, config = list(metric_names), dict(thresholds), dict(evaluator_config)
+    stored_judge: Any = None
+    if resume:
+        stored = stored_run_settings(store, resume)
+        names, limits, config, stored_judge = (
+            stored.metric_names,
+            stored.thresholds,
+            stored.evaluator_config,
+            stored.judge,
+        )
+    model_config = resolve_judge(choice, stored_judge)
+    file_metrics: dict[str, Any] = {}
+    if metric_file is not None:
+        from touchstone.evaluators.custom import split_file_metrics
+
+        names, limits, file_metrics = split_file_metrics(
+            Path(metric_file), names, limits, model_config=model_config, score_mode=score_mode
+        )
+    options = {"model_config": model_config, "score_mode": score_mode}
+    evaluators = {**build_evaluators(names, limits, options), **file_metrics}
+    return EvaluationPlan(evaluators, config, dict(judge_session or {}), model_config, resume)
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """One line of the metric catalogue: the inputs a metric takes (``a, b | c, d`` when it accepts
+    several input modes; ``[x]`` marks an optional input), its range, whether it needs a judge."""
+
+    name: str
+    inputs: str
+    value_range: str
+    needs_judge: bool
+    description: str
+
+
+def describe_inputs(cls: Any) -> str:
+    """The inputs of an evaluator class as one line: its input modes, else its inputs with the
+    optional ones in brackets."""
+    modes = tuple(getattr(cls, "input_modes", None) or ())
+    if modes:
+        return " | ".join(", ".join(mode) for mode in modes)
+    return ", ".join(spec.name if spec.required else f"[{spec.name}]" for spec in cls.inputs)
+
+
+def metric_catalogue() -> list[MetricInfo]:
+    """Every registered metric, in the registry's order."""
+    from touchstone.evaluators import registry
+
+    return [
+        MetricInfo(name, describe_inputs(cls), cls.value_range, bool(cls.needs_judge), cls.description)
+        for name, cls in registry.available().items()
+    ]
