@@ -5,7 +5,11 @@ parameter, so a different prompt, model or setting is a different entry; API key
 or a value. An entry is written as soon as its reply arrives, before the score that uses it is
 stored, so a run that crashes does not pay again for calls that completed.
 
-Default location: ``$TOUCHSTONE_CACHE`` if set, else ``~/.touchstone/cache.db``.
+Default location: ``$TOUCHSTONE_CACHE`` if set, else ``~/.touchstone/cache.db``. When that home
+location cannot be used (no writable home directory, ``~/.touchstone`` is a file...), the cache warns
+once and lives in memory for the process (calls repeated within it are still answered from it, no
+later run finds them); a path given explicitly (``$TOUCHSTONE_CACHE`` or a configured
+``cache_path``) that cannot be used raises :class:`~touchstone.errors.ConfigurationError`.
 """
 
 from __future__ import annotations
@@ -16,10 +20,14 @@ import json
 import os
 import sqlite3
 import threading
+import warnings
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from touchstone.errors import ConfigurationError
+from touchstone.judges.config import default_cache_path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS chat (
@@ -47,17 +55,83 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-class JudgeCache:
-    """Get and put judge replies and embedding vectors. Safe to share between threads."""
+MEMORY = Path(":memory:")
+"""The ``path`` of a cache kept in memory only."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+_WARNED: set[str] = set()
+"""Default locations already warned about in this process (the warning is given once per place)."""
+
+
+class CacheLocationWarning(UserWarning):
+    """The default cache location cannot be used; replies are cached in memory only."""
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    if path != MEMORY:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
+    try:
+        if path != MEMORY:
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(SCHEMA)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror} ({exc.filename})" if exc.filename else exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+def _home_default() -> Path | None:
+    """The default location when it comes from the home directory (None when
+    ``$TOUCHSTONE_CACHE`` names it: then it is explicit)."""
+    if os.environ.get("TOUCHSTONE_CACHE"):
+        return None
+    return default_cache_path()
+
+
+class JudgeCache:
+    """Get and put judge replies and embedding vectors. Safe to share between threads.
+
+    ``path``: the SQLite file; ``":memory:"`` for a cache of this process only; ``None`` (or the
+    value of :func:`~touchstone.judges.config.default_cache_path` when it points into the home
+    directory) for the default location, which falls back to memory with one warning when it cannot
+    be used. Any other path that cannot be used raises
+    :class:`~touchstone.errors.ConfigurationError` naming it."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(SCHEMA)
+        home = _home_default()
+        if path is None:
+            path = default_cache_path()
+        self.path = Path(path)
+        try:
+            self.path = MEMORY if str(path) == ":memory:" else Path(path).expanduser()
+            self._conn = _connect(self.path)
+        except (OSError, RuntimeError, sqlite3.Error) as exc:  # RuntimeError: no home directory
+            if home is None or Path(path) != home:
+                raise ConfigurationError(f"cannot use the judge cache {self.path}: {_reason(exc)}") from exc
+            where = str(self.path)
+            if where not in _WARNED:
+                _WARNED.add(where)
+                warnings.warn(
+                    f"cannot use the default judge cache {where} ({_reason(exc)}); judge replies are "
+                    "cached in memory only for this process (set TOUCHSTONE_CACHE to keep them)",
+                    CacheLocationWarning,
+                    stacklevel=2,
+                )
+            self.path = MEMORY
+            self._conn = _connect(MEMORY)
+
+    @property
+    def persistent(self) -> bool:
+        """False when the cache lives in memory only."""
+        return self.path != MEMORY
 
     def close(self) -> None:
         with self._lock:

@@ -268,11 +268,17 @@ def model_config_from_env(
 
 
 def default_cache_path() -> Path:
-    """``$TOUCHSTONE_CACHE`` if set, else ``~/.touchstone/cache.db`` (next to the run store)."""
+    """``$TOUCHSTONE_CACHE`` if set, else ``~/.touchstone/cache.db`` (next to the run store).
+
+    Without any home directory the path is returned unexpanded (``~/...``) rather than raising:
+    :class:`~touchstone.judges.cache.JudgeCache` then falls back to memory with a warning."""
     env = os.environ.get("TOUCHSTONE_CACHE")
     if env:
         return Path(env).expanduser()
-    return Path.home() / ".touchstone" / "cache.db"
+    try:
+        return Path.home() / ".touchstone" / "cache.db"
+    except RuntimeError:
+        return Path("~") / ".touchstone" / "cache.db"
 
 
 HTTP_TRANSPORTS = ("auto", "aiohttp", "httpx")

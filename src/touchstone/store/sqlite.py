@@ -2,9 +2,13 @@
 
 A run's configuration is written when it starts, each score as it is produced (small transactions),
 the status and summary when it ends; a crash loses at most the scores in flight, and a run can be
-resumed from what is stored.
+resumed from what is stored. The schema is versioned (:mod:`touchstone.store.migrations`): opening
+an older store brings it forward in place.
 
-Default location: ``$TOUCHSTONE_STORE`` if set, else ``~/.touchstone/runs.db``.
+Default location: ``$TOUCHSTONE_STORE`` if set, else ``~/.touchstone/runs.db``. When the home
+location cannot be used (no writable home directory, ``~/.touchstone`` is a file...), the store
+warns once and keeps the run in memory; a path given explicitly (argument or ``$TOUCHSTONE_STORE``)
+that cannot be used raises :class:`~touchstone.errors.ConfigurationError` instead.
 """
 
 from __future__ import annotations
@@ -14,49 +18,46 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    name TEXT,
-    started TEXT NOT NULL,
-    finished TEXT,
-    status TEXT NOT NULL,
-    config TEXT NOT NULL,
-    metrics TEXT,
-    summary TEXT,
-    version TEXT
-);
-CREATE TABLE IF NOT EXISTS rows (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    idx INTEGER NOT NULL,
-    source TEXT,
-    line INTEGER,
-    data TEXT NOT NULL,
-    target TEXT,
-    target_error TEXT,
-    PRIMARY KEY (run_id, idx)
-);
-CREATE TABLE IF NOT EXISTS scores (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    idx INTEGER NOT NULL,
-    evaluator TEXT NOT NULL,
-    outputs TEXT NOT NULL,
-    failed INTEGER NOT NULL,
-    usage TEXT,
-    created TEXT NOT NULL,
-    PRIMARY KEY (run_id, idx, evaluator)
-);
-"""
+from touchstone.errors import ConfigurationError
+from touchstone.scores import Score, Status
+from touchstone.store.base import (
+    PutScoresItem,
+    RunInfo,
+    ScoreRecord,
+    ScoreValue,
+    StoredRow,
+    StoreLocationWarning,
+    StoreVersionError,
+)
+from touchstone.store.migrations import migrate
+
+__all__ = [
+    "MEMORY",
+    "RunInfo",
+    "RunStore",
+    "ScoreRecord",
+    "ScoreValue",
+    "StoredRow",
+    "default_store_path",
+    "encode_outputs",
+]
+
+MEMORY = Path(":memory:")
+"""The ``path`` of a store kept in memory only."""
+
+_WARNED: set[str] = set()
+"""Default locations already warned about in this process (the warning is given once per place)."""
 
 
 def default_store_path() -> Path:
+    """``$TOUCHSTONE_STORE`` if set, else ``~/.touchstone/runs.db``."""
     env = os.environ.get("TOUCHSTONE_STORE")
     if env:
         return Path(env).expanduser()
@@ -79,53 +80,86 @@ def encode_outputs(outputs: dict[str, Any]) -> str:
     return _ENCODE(outputs)
 
 
-@dataclass
-class RunInfo:
-    id: str
-    name: str | None
-    started: str
-    finished: str | None
-    status: str
-    config: dict[str, Any]
-    metrics: dict[str, Any] | None
-    summary: dict[str, Any] | None
-    version: str | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "started": self.started,
-            "finished": self.finished,
-            "status": self.status,
-            "config": self.config,
-            "package_version": self.version,
-        }
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open (creating the folder and the file when missing) and bring the schema forward."""
+    if path != MEMORY:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+    try:
+        if path != MEMORY:
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        migrate(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
-@dataclass
-class StoredRow:
-    idx: int
-    source: str | None
-    line: int | None
-    data: dict[str, Any]
-    target: dict[str, Any] | None
-    target_error: str | None
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror} ({exc.filename})" if exc.filename else exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 class RunStore:
-    """A SQLite run store. Safe to share between threads of one process."""
+    """A SQLite run store (implements :class:`touchstone.store.base.Store`). Safe to share between
+    threads of one process.
+
+    ``path``: the database file; ``":memory:"`` keeps everything in memory; ``None`` uses
+    :func:`default_store_path`, falling back to memory (with one warning) when the home location
+    cannot be used."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = Path(path).expanduser() if path is not None else default_store_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self._conn.executescript(SCHEMA)
-        self._conn.commit()
+        self.path: Path
+        if path is not None:
+            self.path = MEMORY if str(path) == ":memory:" else Path(path).expanduser()
+            self._conn = self._open_explicit(self.path)
+        elif os.environ.get("TOUCHSTONE_STORE"):
+            self.path = default_store_path()
+            self._conn = self._open_explicit(self.path)
+        else:
+            self.path, self._conn = self._open_default()
+
+    @property
+    def persistent(self) -> bool:
+        """False when the results are kept in memory only."""
+        return self.path != MEMORY
+
+    @property
+    def schema_version(self) -> int:
+        """The database's schema version (always the newest once opened)."""
+        with self._lock:
+            return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def _open_explicit(self, path: Path) -> sqlite3.Connection:
+        try:
+            return _connect(path)
+        except StoreVersionError:
+            raise
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigurationError(f"cannot use the run store {path}: {_reason(exc)}") from exc
+
+    def _open_default(self) -> tuple[Path, sqlite3.Connection]:
+        where = "~/.touchstone/runs.db"
+        try:
+            path = default_store_path()
+            where = str(path)
+            return path, _connect(path)
+        except StoreVersionError:
+            raise  # a newer store is there: using memory instead would hide it
+        except (OSError, RuntimeError, sqlite3.Error) as exc:  # RuntimeError: no home directory
+            if where not in _WARNED:
+                _WARNED.add(where)
+                warnings.warn(
+                    f"cannot use the default run store {where} ({_reason(exc)}); results are kept in "
+                    "memory only (set TOUCHSTONE_STORE or pass a store path to keep them)",
+                    StoreLocationWarning,
+                    stacklevel=4,
+                )
+            return MEMORY, _connect(MEMORY)
 
     def close(self) -> None:
         with self._lock:
@@ -226,32 +260,72 @@ class RunStore:
             StoredRow(r[0], r[1], r[2], json.loads(r[3]), json.loads(r[4]) if r[4] else None, r[5]) for r in rows
         ]
 
-    def put_scores(
-        self,
-        run_id: str,
-        evaluator: str,
-        scores: Iterable[tuple[int, dict[str, Any] | str, bool, dict[str, Any] | None]],
-    ) -> None:
-        """Write ``(row index, outputs, failed, usage)`` tuples of one evaluator in one transaction.
-        ``outputs`` may be given already JSON-encoded (a ``str``, as :func:`encode_outputs` makes it)."""
+    def put_scores(self, run_id: str, evaluator: str, scores: Iterable[PutScoresItem]) -> None:
+        """Write the results of one evaluator on some rows, in one transaction.
+
+        Each item is a :class:`~touchstone.store.base.ScoreRecord` or a plain tuple
+        ``(idx, outputs, failed, usage)`` / ``(idx, outputs, failed, usage, scores)``: ``outputs``
+        the flat dict, or already JSON-encoded (a ``str``, as :func:`encode_outputs` makes it);
+        ``scores`` the row's typed :class:`~touchstone.scores.Score` objects, written one line per
+        metric to ``score_values``. A result written again for the same (row, evaluator) replaces
+        the earlier one, typed lines included."""
         stamp = now()
+        json_rows: list[tuple[Any, ...]] = []
+        typed_rows: list[tuple[Any, ...]] = []
+        add_json = json_rows.append
+        for item in scores:
+            idx, out, failed, usage = item[0], item[1], item[2], item[3]
+            add_json(
+                (
+                    run_id,
+                    idx,
+                    evaluator,
+                    out if isinstance(out, str) else _ENCODE(out),
+                    int(failed),
+                    None if usage is None else _ENCODE(usage),
+                    stamp,
+                )
+            )
+            if len(item) > 4 and item[4]:
+                typed_rows.extend(_typed_lines(run_id, idx, evaluator, item[4]))
         with self._tx() as c:
             c.executemany(
                 "INSERT OR REPLACE INTO scores (run_id, idx, evaluator, outputs, failed, usage, created) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        run_id,
-                        idx,
-                        evaluator,
-                        out if isinstance(out, str) else _dumps(out),
-                        int(failed),
-                        None if usage is None else _dumps(usage),
-                        stamp,
-                    )
-                    for idx, out, failed, usage in scores
-                ],
+                json_rows,
             )
+            if typed_rows:
+                c.executemany(
+                    "INSERT OR REPLACE INTO score_values "
+                    "(run_id, idx, evaluator, metric, value, label, status, error_kind, passed) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    typed_rows,
+                )
+
+    def score_values(
+        self, run_id: str, evaluator: str | None = None, metric: str | None = None
+    ) -> list[ScoreValue]:
+        """The typed score lines of a run (optionally of one evaluator and/or one metric), by row,
+        evaluator and metric. Runs stored before schema version 2 have none (their JSON outputs
+        are not back-filled)."""
+        sql = (
+            "SELECT idx, evaluator, metric, value, label, status, error_kind, passed "
+            "FROM score_values WHERE run_id = ?"
+        )
+        args: list[Any] = [run_id]
+        if evaluator is not None:
+            sql += " AND evaluator = ?"
+            args.append(evaluator)
+        if metric is not None:
+            sql += " AND metric = ?"
+            args.append(metric)
+        sql += " ORDER BY idx, evaluator, metric"
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        return [
+            ScoreValue(run_id, r[0], r[1], r[2], r[3], r[4], Status(r[5]), r[6], None if r[7] is None else bool(r[7]))
+            for r in rows
+        ]
 
     def get_scores(self, run_id: str) -> dict[tuple[int, str], tuple[dict[str, Any], dict[str, Any] | None]]:
         """``{(row index, evaluator): (outputs, usage)}`` for every stored score of the run."""
@@ -269,3 +343,23 @@ class RunStore:
     def count_scores(self, run_id: str) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM scores WHERE run_id = ?", (run_id,)).fetchone()[0])
+
+
+def _typed_lines(run_id: str, idx: int, evaluator: str, scores: Sequence[Score]) -> Iterator[tuple[Any, ...]]:
+    """The ``score_values`` lines of one row's Scores."""
+    for sc in scores:
+        value = sc.value
+        if value is not None and type(value) is not float:
+            value = float(value)  # numpy scalars, ints, bools: one REAL column
+        err = sc.error
+        yield (
+            run_id,
+            idx,
+            evaluator,
+            sc.name,
+            value,
+            sc.label,
+            sc.status.value,
+            None if err is None else err.kind,
+            None if sc.passed is None else int(sc.passed),
+        )

@@ -1,0 +1,189 @@
+"""What the engine and the command line need from a run store: the :class:`Store` protocol and the
+values that cross it.
+
+The engine depends on this protocol only; :class:`touchstone.store.sqlite.RunStore` implements it
+today, a PostgreSQL store can implement it later. A store keeps, per run: its configuration and
+status, its input rows, one JSON document of the compatible SDK's flat outputs per (row, evaluator)
+(what rebuilds ``evaluate()``'s rows), and beside it one typed line per (row, evaluator, metric) --
+value, label, status, error kind, passed -- so that trends, comparisons, annotations and alerts are
+queries, not JSON decoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
+
+from touchstone.errors import ConfigurationError
+from touchstone.scores import Score, Status
+
+
+class StoreVersionError(ConfigurationError):
+    """The store was written by a newer touchstone (its schema version is above the newest this
+    version knows); nothing was changed in it."""
+
+
+class StoreLocationWarning(UserWarning):
+    """The default store location cannot be used; results are kept in memory only."""
+
+
+@dataclass
+class RunInfo:
+    """One run as stored: its configuration, status, and (once finished) metrics and summary."""
+
+    id: str
+    name: str | None
+    started: str
+    finished: str | None
+    status: str
+    config: dict[str, Any]
+    metrics: dict[str, Any] | None
+    summary: dict[str, Any] | None
+    version: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "started": self.started,
+            "finished": self.finished,
+            "status": self.status,
+            "config": self.config,
+            "package_version": self.version,
+        }
+
+
+@dataclass
+class StoredRow:
+    """One input row of a run: where it came from, its data, and the target's output (or error)."""
+
+    idx: int
+    source: str | None
+    line: int | None
+    data: dict[str, Any]
+    target: dict[str, Any] | None
+    target_error: str | None
+
+
+class ScoreRecord(NamedTuple):
+    """What :meth:`Store.put_scores` writes for one row of one evaluator.
+
+    ``outputs`` is the compatible SDK's flat dict of the row, or that dict already JSON-encoded (a
+    ``str`` made by :func:`touchstone.store.sqlite.encode_outputs`, so a worker process can encode
+    it ahead); ``failed`` whether any score of the row failed; ``usage`` the model calls, tokens and
+    cost spent on the row; ``scores`` the typed :class:`~touchstone.scores.Score` objects of the
+    row, written to the queryable score columns (empty: only the JSON is written).
+
+    Being a tuple, a record may also be passed as a plain ``(idx, outputs, failed, usage)`` or
+    ``(idx, outputs, failed, usage, scores)`` tuple (cheapest when writing many)."""
+
+    idx: int
+    outputs: dict[str, Any] | str
+    failed: bool
+    usage: dict[str, Any] | None
+    scores: Sequence[Score] = ()
+
+
+PutScoresItem: TypeAlias = (
+    ScoreRecord
+    | tuple[int, dict[str, Any] | str, bool, dict[str, Any] | None]
+    | tuple[int, dict[str, Any] | str, bool, dict[str, Any] | None, Sequence[Score]]
+)
+"""One item of :meth:`Store.put_scores`: a :class:`ScoreRecord` or a plain 4- or 5-tuple of the same."""
+
+
+@dataclass(frozen=True)
+class ScoreValue:
+    """One metric's typed result on one row, as the queryable score columns keep it."""
+
+    run_id: str
+    idx: int
+    evaluator: str
+    metric: str
+    value: float | None
+    label: str | None
+    status: Status
+    error_kind: str | None
+    passed: bool | None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A run store: runs, their input rows, and their scores (JSON outputs and typed columns).
+
+    Implementations must be safe to share between the threads of one process; each write method is
+    one transaction (a crash loses at most the writes in flight)."""
+
+    @property
+    def path(self) -> Path:
+        """Where the store lives, for messages (``:memory:`` when nothing is kept on disk)."""
+        ...
+
+    @property
+    def persistent(self) -> bool:
+        """False when results are kept in memory only (the default location could not be used)."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection; the store is not used afterwards."""
+        ...
+
+    # runs
+    def create_run(self, config: dict[str, Any], name: str | None, version: str) -> str:
+        """Record a new run with status ``running``; returns its id."""
+        ...
+
+    def set_status(self, run_id: str, status: str) -> None:
+        """Change a run's status (``running``, ``interrupted``, ``failed``...)."""
+        ...
+
+    def finish_run(self, run_id: str, status: str, metrics: dict[str, Any], summary: dict[str, Any]) -> None:
+        """Record the end of a run: its final status, metrics and summary."""
+        ...
+
+    def get_run(self, run_id: str) -> RunInfo | None:
+        """One run, or None when there is no such run."""
+        ...
+
+    def list_runs(self, limit: int = 50) -> list[RunInfo]:
+        """The most recent runs, newest first."""
+        ...
+
+    # rows and scores
+    def put_rows(self, run_id: str, rows: Iterable[StoredRow]) -> None:
+        """Write (or replace) input rows of a run."""
+        ...
+
+    def get_rows(self, run_id: str) -> list[StoredRow]:
+        """Every stored input row of a run, by index."""
+        ...
+
+    def put_scores(self, run_id: str, evaluator: str, scores: Iterable[PutScoresItem]) -> None:
+        """Write (or replace) the results of one evaluator on some rows, in one transaction: the
+        JSON outputs of each row and, when given, its typed scores (see :class:`ScoreRecord`)."""
+        ...
+
+    def get_scores(self, run_id: str) -> dict[tuple[int, str], tuple[dict[str, Any], dict[str, Any] | None]]:
+        """``{(row index, evaluator): (outputs, usage)}`` for every stored result of the run."""
+        ...
+
+    def score_keys(self, run_id: str) -> set[tuple[int, str]]:
+        """``{(row index, evaluator)}`` of every stored result of the run (nothing decoded)."""
+        ...
+
+    def count_scores(self, run_id: str) -> int:
+        """How many (row, evaluator) results the run has stored."""
+        ...
+
+    def score_values(
+        self, run_id: str, evaluator: str | None = None, metric: str | None = None
+    ) -> list[ScoreValue]:
+        """The typed score columns of a run, optionally of one evaluator and/or one metric, ordered
+        by row, evaluator, metric."""
+        ...
