@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from touchstone.errors import InputValidationError, Problem
@@ -86,7 +87,7 @@ def _summary_row(key: str, entry: Mapping[str, Any]) -> list[str]:
     if entry.get("corpus"):
         return [key + " (corpus)", fmt(entry.get("value")), "-", str(entry.get("n", "-")), failed_text, "-"]
     if entry.get("n") == 0:  # every row failed: say so plainly instead of a made-up mean
-        return [f"[red]{key}[/]", NO_VALUE, NO_VALUE, "0", failed_text, NO_VALUE]
+        return [f"[red]{escape(key)}[/]", NO_VALUE, NO_VALUE, "0", failed_text, NO_VALUE]
     lo, hi = entry.get("ci95") or [None, None]
     ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None else "-"
     rate = entry.get("pass_rate")

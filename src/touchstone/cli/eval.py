@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -111,7 +112,8 @@ def _report(
         out.print(f"wrote {out_dir / 'rows.jsonl'} and {out_dir / 'summary.json'}")
     out.print(f"stored in {store_path} as run {run['id']} (touchstone show {run['id']})", highlight=False)
     for metric in unscored:
-        err.print(f"[bold red]no score:[/] {metric.describe()}", highlight=False, markup=True, soft_wrap=True)
+        line = escape(metric.describe())
+        err.print(f"[bold red]error:[/] {line}", highlight=False, markup=True, soft_wrap=True)
     return shown
 
 

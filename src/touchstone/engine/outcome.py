@@ -23,11 +23,14 @@ class UnscoredMetric:
     error: str | None
     score_key: str
 
-    def describe(self) -> str:
-        """One line: which metric, how many rows, and the first row's error."""
+    def describe(self, limit: int = 300) -> str:
+        """One line: which metric, how many rows, and the first row's error (cut at ``limit``)."""
         rows = "row" if self.n_failed == 1 else "rows"
-        why = f"; first error: {self.error}" if self.error else ""
-        return f"{self.evaluator} produced no score: all {self.n_failed} {rows} failed{why}"
+        line = f"metric {self.evaluator} produced no score (all {self.n_failed} {rows} failed)"
+        if self.error:
+            why = " ".join(self.error.split())
+            line += "; first error: " + (why if len(why) <= limit else why[: limit - 1] + "…")
+        return line
 
 
 def _evaluator_entries(summary: Summary, name: str) -> list[tuple[str, Mapping[str, Any]]]:
