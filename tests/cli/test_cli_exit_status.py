@@ -148,3 +148,16 @@ def test_top_level_help_lists_every_command() -> None:
     assert result.exit_code == 0
     for command in COMMANDS:
         assert command in result.output
+
+
+def test_unusable_home_runs_without_a_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    home.write_text("a file where the home directory should be")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("TOUCHSTONE_STORE", raising=False)
+    result = runner.invoke(app, ["eval", str(QA), "-m", "f1_score", "-q"])
+    assert result.exit_code == 0, result.output
+    message = " ".join(result.output.split())
+    assert message.count("warning: cannot use the default run store") == 1
+    assert "kept in memory only: no run store" in message and "Traceback" not in message
+    assert table_line(result.output, "f1_score")[3] == str(N_ROWS)

@@ -4,8 +4,10 @@ option parsing and the summary table."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -13,6 +15,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from touchstone.errors import InputValidationError, Problem
+
+if TYPE_CHECKING:
+    from touchstone.store.sqlite import RunStore
 
 out = Console()
 err = Console(stderr=True)
@@ -27,6 +32,23 @@ NO_VALUE = "—"
 """Shown for the mean, interval and pass rate of a metric with no score (n = 0)."""
 
 STORE_HELP = "Run store (SQLite)."
+
+
+def open_run_store(path: Path | None) -> RunStore:
+    """The run store at ``path`` (None: the default location). When the default location cannot be
+    used the store keeps runs in memory; its warning is printed as one plain line on stderr."""
+    from touchstone.store.base import StoreLocationWarning
+    from touchstone.store.sqlite import RunStore
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", StoreLocationWarning)
+        run_store = RunStore(path)
+    for warning in caught:
+        if issubclass(warning.category, StoreLocationWarning):
+            err.print(f"[yellow]warning:[/] {escape(str(warning.message))}", highlight=False, soft_wrap=True)
+        else:  # not ours to format: hand it on as it came
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    return run_store
 
 
 def fail_input(message: str) -> typer.Exit:

@@ -20,6 +20,7 @@ from touchstone.cli.common import (
     EXIT_GATE,
     err,
     fail_input,
+    open_run_store,
     out,
     parse_floats,
     parse_names,
@@ -100,7 +101,12 @@ def _run(
 
 
 def _report(
-    result: Any, evaluators: list[str], unscored: list[UnscoredMetric], out_dir: Path | None, store_path: Path
+    result: Any,
+    evaluators: list[str],
+    unscored: list[UnscoredMetric],
+    out_dir: Path | None,
+    store_path: Path,
+    persistent: bool = True,
 ) -> dict[str, Any]:
     """Print the table (every chosen metric listed, a metric with no score as n = 0) and where the
     run went; return the summary the table shows."""
@@ -110,7 +116,10 @@ def _report(
     if out_dir is not None:
         result.write(out_dir)
         out.print(f"wrote {out_dir / 'rows.jsonl'} and {out_dir / 'summary.json'}")
-    out.print(f"stored in {store_path} as run {run['id']} (touchstone show {run['id']})", highlight=False)
+    if persistent:
+        out.print(f"stored in {store_path} as run {run['id']} (touchstone show {run['id']})", highlight=False)
+    else:
+        out.print(f"run {run['id']} was kept in memory only: no run store to keep it in", highlight=False)
     for metric in unscored:
         line = escape(metric.describe())
         err.print(f"[bold red]error:[/] {line}", highlight=False, markup=True, soft_wrap=True)
@@ -229,8 +238,6 @@ def eval_command(
 
     Exits 1 when a gate fails (--min, --fail-on-error), when a chosen metric produced no score on
     any row, or when the run was stopped early; 2 when the input or an option is invalid."""
-    from touchstone.store.sqlite import RunStore
-
     try:
         # parsed in this order so that the first bad option is the one reported, as before
         metric_names = parse_names(metrics, "--metrics")
@@ -257,7 +264,7 @@ def eval_command(
         if dry_run:
             _dry_run(data, plan)
             raise typer.Exit(0)
-        run_store = RunStore(store)
+        run_store = open_run_store(store)
         result = _run(data, plan, name, run_store, workers, quiet)
     except (InputValidationError, ConfigurationError) as exc:
         raise fail_input(str(exc)) from None
@@ -267,5 +274,5 @@ def eval_command(
 
     evaluators = list(plan.evaluators)
     unscored = unscored_metrics(evaluators, result.rows, result.summary)
-    shown = _report(result, evaluators, unscored, out_dir, run_store.path)
+    shown = _report(result, evaluators, unscored, out_dir, run_store.path, run_store.persistent)
     raise typer.Exit(_exit_status(result, shown, unscored, minimum_values, fail_on_error))

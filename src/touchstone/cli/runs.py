@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from touchstone.cli.common import STORE_HELP, out
+from touchstone.cli.common import STORE_HELP, open_run_store, out
 
 
 def runs_command(
@@ -15,9 +15,7 @@ def runs_command(
     limit: int = typer.Option(20, "--limit", help="How many runs, newest first."),
 ) -> None:
     """List stored runs, newest first."""
-    from touchstone.store.sqlite import RunStore
-
-    run_store = RunStore(store)
+    run_store = open_run_store(store)
     table = Table(title=f"runs in {run_store.path}")
     table.add_column("id", no_wrap=True, min_width=22)
     for col in ("name", "started", "status", "rows", "data", "metrics"):

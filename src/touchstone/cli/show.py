@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from touchstone.cli.common import STORE_HELP, fail_input, out, summary_table
+from touchstone.cli.common import STORE_HELP, fail_input, open_run_store, out, summary_table
 
 
 def show_command(
@@ -16,9 +16,7 @@ def show_command(
     as_json: bool = typer.Option(False, "--json", help="Print the stored summary document as JSON."),
 ) -> None:
     """Print a stored run again: its summary table, or its summary document with --json."""
-    from touchstone.store.sqlite import RunStore
-
-    run_store = RunStore(store)
+    run_store = open_run_store(store)
     info = run_store.get_run(run_id)
     if info is None:
         raise fail_input(f"no run {run_id!r} in {run_store.path}; see `touchstone runs`")
