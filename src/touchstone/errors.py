@@ -57,5 +57,10 @@ class ConfigurationError(ValueError):
     """The evaluation is configured in a way that cannot run (missing judge, bad option)."""
 
 
+class UnknownOptionError(ConfigurationError, TypeError):
+    """An evaluator was given an option it does not have (the message names the closest valid one).
+    A ``TypeError`` too, as Python raises for an unexpected keyword argument."""
+
+
 class RunAbortedError(RuntimeError):
     """A run was stopped early because every remaining row would fail the same way (e.g. bad API key)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -93,17 +93,21 @@ class Score:
         return cls(name, None, Status.FAILED, error=error, threshold=threshold, properties=properties)
 
 
-@dataclass
-class Outcome:
-    """What an evaluator returns for one row: its Scores (the main one first) and the SDK keys that
-    accompany them.
+class Outcome(dict[str, Any]):
+    """What an evaluator returns for one row: its Scores (``scores``, the main one first) together
+    with their rendering as the compatible SDK's flat dict (the mapping itself).
 
-    ``outputs`` is the compatible SDK's flat dict, in its key order, made from the Scores by the
-    evaluator (see :meth:`touchstone.evaluators.base.Evaluator.result`); it is what ``__call__``
-    returns, what the rows of ``evaluate()`` show, and what the store keeps to rebuild them."""
+    The Scores are the truth every internal consumer reads (engine, store columns, aggregation,
+    comparisons). The flat rendering is made by the evaluator from the same values when it builds the
+    Scores, because the SDK's key layout differs from one evaluator to another (``rouge_precision``,
+    ``ndcg@3``, ``evaluation_per_turn``...); it is what ``__call__`` returns (as a plain dict), what
+    the rows of ``evaluate()`` show and what the store keeps to rebuild them."""
 
-    scores: list[Score]
-    outputs: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("scores",)
+
+    def __init__(self, scores: list[Score], outputs: Mapping[str, Any] | None = None) -> None:
+        super().__init__(outputs or {})
+        self.scores = scores
 
     @property
     def main(self) -> Score | None:
@@ -111,7 +115,7 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        """True when any score of the row failed (the row counts as failed for its evaluator)."""
+        """True when a score of the row failed (the row counts as failed for its evaluator)."""
         return any(s.status is Status.FAILED for s in self.scores)
 
     @property
@@ -128,24 +132,5 @@ class Outcome:
         return None
 
     def to_sdk_outputs(self) -> dict[str, Any]:
-        """The compatible SDK's flat keys."""
-        return self.outputs
-
-
-def scores_from_outputs(
-    outputs: Mapping[str, Any], main: str, error_key: str, *, numeric: bool = True
-) -> list[Score]:
-    """Scores recovered from a flat dict stored by an older version (before Scores were stored):
-    ``main`` first, then every other numeric key. Used only to read old stores."""
-    err = outputs.get(error_key)
-    if err:
-        return [Score.failed(main, ErrorInfo(ErrorKind.COMPUTATION.value, str(err)))]
-    out: list[Score] = []
-    value = outputs.get(main)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        out.append(Score(main, float(value)))
-    if numeric:
-        for key, v in outputs.items():
-            if key != main and isinstance(v, (int, float)) and not isinstance(v, bool):
-                out.append(Score(key, float(v)))
-    return out
+        """The compatible SDK's flat keys, as a plain dict."""
+        return dict(self)

@@ -1,28 +1,38 @@
 """The evaluator protocol.
 
-An evaluator is a small object that declares its inputs, is callable on keyword inputs (the shape of
-``azure-ai-evaluation``'s evaluators) and returns a flat dict of output keys following SPEC 3:
-``<score_key>`` (the score), ``<prefix>_result`` ("pass"/"fail"), ``<prefix>_threshold``,
-``<prefix>_reason`` for judged metrics, and ``<prefix>_error`` when no score could be obtained.
+An evaluator is a small object that declares its inputs and its metric metadata (a
+:class:`MetricInfo` instance), is callable on keyword inputs (the shape of ``azure-ai-evaluation``'s
+evaluators) and scores one row into an :class:`~touchstone.scores.Outcome`: typed
+:class:`~touchstone.scores.Score` objects (the main one first) with their rendering as the SDK's flat
+keys (SPEC 3: ``<score_key>``, ``<prefix>_result``, ``<prefix>_threshold``, ``<prefix>_reason``, and
+``<prefix>_error`` when no score could be obtained). ``__call__`` returns that rendering as a plain
+dict; everything inside touchstone reads the Scores.
 
 The engine never calls ``__call__``; it calls :meth:`Evaluator.score_batch` for CPU-bound metrics
 (many rows per call, so per-row overhead stays small) and :meth:`Evaluator.ascore` for I/O-bound ones
-(``is_async = True``), many at once. Both record a failing row as a failure dict, never as NaN.
+(``is_async = True``), many at once. Both record a failing row as a failed Score, never as NaN.
 """
 
 from __future__ import annotations
 
 import asyncio
+import difflib
+import functools
 import inspect
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from touchstone.data.kinds import InputKind, check_value
-from touchstone.errors import InputValidationError, Problem, RunAbortedError
+from touchstone.errors import InputValidationError, Problem, RunAbortedError, UnknownOptionError
+from touchstone.scores import ErrorInfo, ErrorKind, Outcome, Score, Status
 
-Outputs = dict[str, Any]
+Outputs = Outcome
+"""What the scoring methods return: Scores with their flat SDK rendering (see :mod:`touchstone.scores`)."""
+
+Tier = Literal["free", "low", "medium", "high"]
+"""Cost tiers (SPEC 3.8): free (lexical, ranking), low (small local model or judge), medium, high."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,70 @@ class InputSpec:
     kind: InputKind = "text"
     required: bool = True
     description: str = ""
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """What a metric is, as a value: its names, inputs, range, direction, cost tier, default threshold
+    and the aggregators its summary uses. Every evaluator has one (``evaluator.info``); built-in
+    classes declare it through their class attributes, and instances whose metric is defined at run
+    time (a rubric from a YAML file, a user's function, a safety category) carry their own instance,
+    so no class is ever built at run time."""
+
+    name: str
+    """Registry name (``f1_score``, ``groundedness``, a rubric's name)."""
+    key: str
+    """Output key of the main score (the one compared with the threshold)."""
+    prefix: str
+    """Prefix ``m`` of ``m_result``, ``m_threshold``, ``m_reason``, ``m_error``."""
+    inputs: tuple[InputSpec, ...] = ()
+    input_modes: tuple[tuple[str, ...], ...] = ()
+    description: str = ""
+    value_range: str = ""
+    higher_is_better: bool = True
+    default_threshold: float | None = None
+    needs_judge: bool = False
+    tier: Tier = "free"
+    aggregators: tuple[str, ...] = ("mean", "pass_rate")
+    """Names in :mod:`touchstone.stats.aggregators` applied to each score in the summary."""
+    secondary: tuple[str, ...] = ()
+    """Output keys of the other scores the metric reports (``rouge_precision``, ``mrr``...)."""
+    lower_is_better: frozenset[str] = field(default_factory=frozenset)
+    """Secondary scores for which lower is better (``holes``)."""
+
+    def direction(self, score_name: str) -> bool:
+        """Whether higher is better for the score ``score_name`` of this metric."""
+        if score_name in self.lower_is_better:
+            return False
+        return self.higher_is_better if score_name == self.key else True
+
+
+def check_options(evaluator: str, given: Iterable[str], valid: Iterable[str]) -> None:
+    """Raise :class:`UnknownOptionError` for the first option in ``given`` that is not in ``valid``,
+    naming the closest valid ones (a typo such as ``thresold=4`` must not run silently with the
+    default)."""
+    valid = sorted(set(valid))
+    for name in given:
+        if name in valid:
+            continue
+        close = difflib.get_close_matches(name, valid, n=2, cutoff=0.6)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else f"valid options: {', '.join(valid)}"
+        raise UnknownOptionError(f"{evaluator} got an unknown option {name!r}; {hint}")
+
+
+def error_info(error: BaseException | str, kind: str | None = None) -> ErrorInfo:
+    """The typed cause of a failed score: ``kind`` when given; else a string is an input problem, a
+    judge client's failure a judge call, an exception the metric's own computation, unless the
+    exception names its kind in an ``error_kind`` attribute."""
+    if isinstance(error, str):
+        return ErrorInfo(kind or ErrorKind.INPUT.value, error)
+    if kind is None:
+        kind = getattr(error, "error_kind", None)
+        if not isinstance(kind, str):
+            from touchstone.judges.errors import JudgeCallError
+
+            kind = ErrorKind.JUDGE_CALL.value if isinstance(error, JudgeCallError) else ErrorKind.COMPUTATION.value
+    return ErrorInfo(kind, describe_exception(error))
 
 
 RESPONSE_AND_GROUND_TRUTHS = (
@@ -78,10 +152,53 @@ class Evaluator:
     """Alternative sets of required inputs (e.g. ``("query", "response")`` or ``("conversation",)``).
     Empty: the required ``inputs`` are the only mode."""
 
+    tier: ClassVar[Tier] = "free"
+    aggregators: ClassVar[tuple[str, ...]] = ("mean", "pass_rate")
+    secondary: ClassVar[tuple[str, ...]] = ()
+    """Output keys of the other scores the metric reports besides the main one."""
+    lower_is_better: ClassVar[frozenset[str]] = frozenset()
+
     def __init__(self, *, threshold: float | None = None) -> None:
         self.threshold: float | None = self.default_threshold if threshold is None else float(threshold)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            cls.__init__ = _checking_options(init)  # type: ignore[method-assign]
+
     # ----------------------------------------------------------------- description
+    @property
+    def info(self) -> MetricInfo:
+        """This metric's metadata (built once from the declarations, then kept with the instance)."""
+        info = self.__dict__.get("_info")
+        if info is None:
+            info = self.__dict__["_info"] = self.describe()
+        return info  # type: ignore[no-any-return]
+
+    def describe(self) -> MetricInfo:
+        """The :class:`MetricInfo` of this instance (its declarations as one value)."""
+        return MetricInfo(
+            name=self.metric,
+            key=self.score_key or self.metric,
+            prefix=self.prefix or self.metric,
+            inputs=tuple(self.inputs),
+            input_modes=tuple(self.input_modes),
+            description=self.description,
+            value_range=self.value_range,
+            higher_is_better=self.higher_is_better,
+            default_threshold=self.default_threshold,
+            needs_judge=self.needs_judge,
+            tier=self.tier,
+            aggregators=self.aggregators,
+            secondary=tuple(self.secondary),
+            lower_is_better=frozenset(self.lower_is_better),
+        )
+
+    def set_info(self, **changes: Any) -> None:
+        """Change this instance's metadata (a metric defined at run time: a rubric, a function)."""
+        self.__dict__["_info"] = replace(self.info, **changes)
+
     def required_modes(self) -> tuple[tuple[str, ...], ...]:
         if self.input_modes:
             return self.input_modes
@@ -98,16 +215,19 @@ class Evaluator:
         return {"threshold": self.threshold}
 
     # ----------------------------------------------------------------- calling
-    def __call__(self, **kwargs: Any) -> Outputs:
+    def __call__(self, **kwargs: Any) -> dict[str, Any]:
+        """Score one row given as keyword inputs; the compatible SDK's flat dict."""
         inputs = self.check_call_inputs(kwargs)
         if self.is_async:
-            return _run_coroutine(self._ascore(**inputs))
-        return self._score(**inputs)
+            outcome = _run_coroutine(self._ascore(**inputs))
+        else:
+            outcome = self._score(**inputs)
+        return self.as_outcome(outcome).to_sdk_outputs()
 
-    async def acall(self, **kwargs: Any) -> Outputs:
+    async def acall(self, **kwargs: Any) -> dict[str, Any]:
         """Async twin of ``__call__``."""
         inputs = self.check_call_inputs(kwargs)
-        return await self._ascore(**inputs)
+        return self.as_outcome(await self._ascore(**inputs)).to_sdk_outputs()
 
     def check_call_inputs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         known = {spec.name for spec in self.inputs}
@@ -135,11 +255,11 @@ class Evaluator:
 
     # ----------------------------------------------------------------- engine entry points
     def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
-        """Score many validated rows; a row that raises becomes a failure dict."""
+        """Score many validated rows; a row that raises becomes a failed Score."""
         out: list[Outputs] = []
         for row in rows:
             try:
-                out.append(self._score(**row))
+                out.append(self.as_outcome(self._score(**row)))
             except RunAbortedError:
                 raise
             except Exception as exc:  # a failed score is data, recorded with its cause
@@ -147,13 +267,37 @@ class Evaluator:
         return out
 
     async def ascore(self, row: Mapping[str, Any]) -> Outputs:
-        """Score one validated row asynchronously; failures become a failure dict."""
+        """Score one validated row asynchronously; failures become a failed Score."""
         try:
-            return await self._ascore(**row)
+            return self.as_outcome(await self._ascore(**row))
         except RunAbortedError:
             raise  # every remaining row would fail the same way: stop the run
         except Exception as exc:
             return self.failure(exc)
+
+    def as_outcome(self, value: Any) -> Outcome:
+        """An :class:`Outcome` as it is, or one made from a plain dict (what a user's subclass or
+        function may return): its main key and every other number become Scores, and an
+        ``<prefix>_error`` value a failed Score."""
+        if isinstance(value, Outcome):
+            return value
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{self.metric} returned {type(value).__name__}; expected an Outcome or a dict")
+        info = self.info
+        error = value.get(f"{info.prefix}_error")
+        if error:
+            return Outcome([Score.failed(info.key, ErrorInfo(ErrorKind.COMPUTATION.value, str(error)),
+                                         threshold=self.threshold)], value)
+        scores: list[Score] = []
+        main = value.get(info.key)
+        if _is_number(main):
+            passed = value.get(f"{info.prefix}_passed")
+            scores.append(Score(info.key, main, passed=passed if isinstance(passed, bool) else None,
+                                threshold=self.threshold))
+        for key, v in value.items():
+            if key != info.key and _is_number(v) and not key.endswith("_threshold"):
+                scores.append(Score(key, v))
+        return Outcome(scores, value)
 
     def corpus_metrics(
         self, inputs: Sequence[Mapping[str, Any]], outputs: Sequence[Outputs]
@@ -179,13 +323,16 @@ class Evaluator:
     def result(
         self, score: float, *, reason: str | None = None, properties: Any = None, **extra: Any
     ) -> Outputs:
-        """The compatible SDK's full key set for the main score ``m`` (= ``prefix``): ``m``,
-        ``m_score``, ``m_passed``, ``m_result``, ``m_reason``, ``m_status``, ``m_threshold``,
+        """The Outcome of a scored row: the main Score (with pass/fail against the threshold), the
+        secondary Scores the metric declares (values taken from ``extra``), and their SDK rendering:
+        ``m``, ``m_score``, ``m_passed``, ``m_result``, ``m_reason``, ``m_status``, ``m_threshold``,
         ``m_properties`` (the pass/fail keys only when a threshold is set), then ``extra``."""
         if isinstance(score, float) and math.isnan(score):
             raise ValueError("score is NaN")
-        m = self.prefix
-        out: Outputs = {self.score_key: score, f"{m}_score": score}
+        info = self.info
+        m = info.prefix
+        out: dict[str, Any] = {info.key: score, f"{m}_score": score}
+        passed: bool | None = None
         if self.threshold is not None:
             passed = self.passes(score)
             out[f"{m}_passed"] = passed
@@ -195,17 +342,54 @@ class Evaluator:
         out[f"{m}_threshold"] = self.threshold
         out[f"{m}_properties"] = properties
         out.update(extra)
-        return out
+        scores = [Score(info.key, score, reason=reason, passed=passed, threshold=self.threshold,
+                        properties=properties if isinstance(properties, dict) else None)]
+        for name in info.secondary:
+            value = out.get(name)
+            if _is_number(value):
+                flag = out.get(f"{name}_passed")
+                scores.append(Score(name, value, passed=flag if isinstance(flag, bool) else None,
+                                    threshold=_number_or_none(out.get(f"{name}_threshold"))))
+        return Outcome(scores, out)
 
-    def failure(self, error: BaseException | str) -> Outputs:
-        """Outputs of a row whose score could not be obtained: ``m_error`` holds the cause."""
-        message = error if isinstance(error, str) else describe_exception(error)
-        m = self.prefix
-        return {f"{m}_error": message, f"{m}_status": "failed", f"{m}_threshold": self.threshold}
+    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outputs:
+        """The Outcome of a row whose score could not be obtained: a failed Score with the typed
+        cause, rendered as ``m_error`` (the message), ``m_status`` and ``m_threshold``."""
+        info = self.info
+        cause = error_info(error, kind)
+        m = info.prefix
+        out = {f"{m}_error": cause.message, f"{m}_status": "failed", f"{m}_threshold": self.threshold}
+        return Outcome([Score.failed(info.key, cause, threshold=self.threshold)], out)
 
     @property
     def error_key(self) -> str:
         return f"{self.prefix}_error"
+
+
+def _checking_options(init: Callable[..., None]) -> Callable[..., None]:
+    """``init`` with an unknown keyword option reported as :class:`UnknownOptionError` naming the
+    closest valid option, instead of Python's bare ``TypeError`` (constructors that take
+    ``**kwargs`` check what they forward themselves)."""
+    params = inspect.signature(init).parameters
+    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        return init
+    valid = [n for n, p in params.items() if n != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    @functools.wraps(init)
+    def checked(self: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs:
+            check_options(type(self).__name__, kwargs, valid)
+        init(self, *args, **kwargs)
+
+    return checked
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def _number_or_none(value: Any) -> float | None:
+    return float(value) if _is_number(value) else None
 
 
 def _run_coroutine(coro: Any) -> Any:
@@ -251,8 +435,8 @@ class FunctionEvaluator(Evaluator):
 
     def _wrap(self, value: Any) -> Outputs:
         if isinstance(value, Mapping):
-            return dict(value)
-        return {self.name: value}
+            return self.as_outcome(dict(value))
+        return self.as_outcome({self.name: value})
 
     def _score(self, **inputs: Any) -> Outputs:
         return self._wrap(self.fn(**inputs))
@@ -264,7 +448,6 @@ class FunctionEvaluator(Evaluator):
 
 
 EvaluatorLike = Evaluator | Callable[..., Any]
-Status = Literal["ok", "failed"]
 
 
 def as_evaluator(obj: EvaluatorLike, name: str) -> Evaluator:

@@ -75,6 +75,8 @@ class BertScoreEvaluator(LazyModelState, Evaluator):
     metric = "bertscore"
     prefix = "bertscore_f1"
     score_key = "bertscore_f1"
+    secondary = ("bertscore_precision", "bertscore_recall")
+    tier = "low"
     inputs = RESPONSE_AND_GROUND_TRUTHS
     description = "BERTScore precision/recall/F1 with a local model (bert-score)"
     value_range = "0-1 (rescaled: may be below 0)"

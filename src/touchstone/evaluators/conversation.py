@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from touchstone.data.kinds import context_documents
 from touchstone.evaluators.base import Outputs
+from touchstone.scores import ErrorKind
 
 if TYPE_CHECKING:
     from touchstone.evaluators.judging import JudgeEvaluator
@@ -131,7 +132,7 @@ def combine_turns(evaluator: JudgeEvaluator, outs: Sequence[Outputs]) -> Outputs
     if failed:
         i, cause = failed[0]
         more = f" ({len(failed)} of {len(outs)} turns failed)" if len(failed) > 1 else ""
-        result = evaluator.failure(f"turn {i + 1} of {len(outs)}: {cause}{more}")
+        result = evaluator.failure(f"turn {i + 1} of {len(outs)}: {cause}{more}", kind=ErrorKind.PARTIAL.value)
         result["evaluation_per_turn"] = per_turn
         return result
     scores = [float(o[key]) for o in outs]
@@ -154,12 +155,15 @@ def combine_turns(evaluator: JudgeEvaluator, outs: Sequence[Outputs]) -> Outputs
                 properties[k] = first_props[k]
         modes = {str((o.get(f"{evaluator.prefix}_properties") or {}).get("score_mode")) for o in outs}
         properties["score_mode"] = modes.pop() if len(modes) == 1 else "mixed"
-    out = evaluator.result(value, reason=prefix + str(reason), properties=properties)
-    extra = {k: v for k, v in outs[pick].items() if k not in out and k != "evaluation_per_turn"}
-    out.update({k: v for k, v in extra.items() if not isinstance(v, (int, float)) or isinstance(v, bool)})
-    for k in extra:
+    own = {key, *(f"{evaluator.prefix}_{s}" for s in ("score", "passed", "result", "reason", "status",
+                                                        "threshold", "properties")), f"gpt_{key}"}
+    extra = {k: v for k, v in outs[pick].items() if k not in own and k != "evaluation_per_turn"}
+    for k, v in extra.items():
         vals = per_turn.get(k) or []
-        if vals and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
-            out[k] = aggregate_scores([float(v) for v in vals], how)[0]
+        if vals and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals):
+            extra[k] = aggregate_scores([float(x) for x in vals], how)[0]
+        else:
+            extra[k] = v
+    out = evaluator.result(value, reason=prefix + str(reason), properties=properties, **extra)
     out["evaluation_per_turn"] = per_turn
     return out

@@ -16,6 +16,7 @@ which was used and why.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.base import Evaluator, Outputs, describe_exception
+from touchstone.evaluators.base import Evaluator, Outputs, check_options, describe_exception
 from touchstone.evaluators.parsing import ParsedReply, Scale, parse_judge_reply
 from touchstone.evaluators.prompting import PromptTemplate, load_prompt
 
@@ -32,11 +33,17 @@ SCORE_MODES = ("sampled", "logprobs")
 Aggregation = Literal["min", "mean", "max"]
 AGGREGATIONS = ("min", "mean", "max")
 MAX_TOP_LOGPROBS = 20
+SDK_ONLY_OPTIONS = ("eval_last_turn", "_higher_is_better", "conversation_aggregation_type",
+                    "conversation_aggregator_override")
+"""Options the compatible SDK's judge evaluators accept that change nothing here; any other unknown
+option is an error naming the closest valid one."""
 
 
 class JudgeReplyError(ValueError):
     """The judge answered, but no acceptable score could be read from its reply (after one repair
     request). ``reply`` keeps the last reply text for inspection."""
+
+    error_kind = "judge_reply"
 
     def __init__(self, cause: str, reply: str | None = None) -> None:
         super().__init__(cause)
@@ -283,6 +290,7 @@ class JudgeEvaluator(Evaluator):
 
     needs_judge = True
     is_async = True
+    tier = "medium"
     default_threshold: ClassVar[float | None] = 3.0
     value_range = "1-5"
     scale: ClassVar[Scale] = Scale(1, 5)
@@ -298,8 +306,9 @@ class JudgeEvaluator(Evaluator):
         conversation_aggregation: str | None = None,
         credential: Any = None,
         is_reasoning_model: bool | None = None,
-        **_sdk_options: Any,
+        **sdk_options: Any,
     ) -> None:
+        check_options(type(self).__name__, sdk_options, (*self.option_names(), *SDK_ONLY_OPTIONS))
         super().__init__(threshold=threshold)
         if model_config is None:
             raise no_judge_error(self.metric)
@@ -310,6 +319,19 @@ class JudgeEvaluator(Evaluator):
         self.score_mode: ScoreMode = check_score_mode(score_mode)
         self.conversation_aggregation: Aggregation = check_aggregation(conversation_aggregation or self.default_aggregation)
         self._client: Any = None
+
+    @classmethod
+    def option_names(cls) -> tuple[str, ...]:
+        """Every keyword option the class's constructors take (for the unknown-option check)."""
+        names: list[str] = []
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            for p in inspect.signature(init).parameters.values():
+                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in ("self", "model_config"):
+                    names.append(p.name)
+        return tuple(dict.fromkeys(names))
 
     @classmethod
     def from_options(
@@ -360,8 +382,8 @@ class JudgeEvaluator(Evaluator):
             out[f"gpt_{self.score_key}"] = score
         return out
 
-    def failure(self, error: BaseException | str) -> Outputs:
-        out = super().failure(error)
+    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outputs:
+        out = super().failure(error, kind=kind)
         props: dict[str, Any] = {"judge_model": describe_judge(self.model_config).get("model")}
         if isinstance(error, JudgeReplyError) and error.reply is not None:
             props["last_reply"] = error.reply[:2000]

@@ -547,6 +547,7 @@ class RougeScoreEvaluator(_OverlapEvaluator):
     metric = "rouge"
     prefix = "rouge"
     score_key = "rouge"
+    secondary = ("rouge_precision", "rouge_recall", "rouge_f1_score")
     description = "ROUGE precision/recall/F1 (rouge-score): rouge1-5, rougeL, rougeLsum"
 
     def __init__(
@@ -640,4 +641,4 @@ class RougeScoreEvaluator(_OverlapEvaluator):
             flat[f"rouge_{name}_result"] = "pass" if passed else "fail"
             flat[f"rouge_{name}_passed"] = passed
             flat[f"rouge_{name}_threshold"] = self.thresholds[name]
-        return {**self.result(f1, properties=dict(flat)), **flat}
+        return self.result(f1, properties=dict(flat), **flat)

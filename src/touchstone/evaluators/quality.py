@@ -20,6 +20,7 @@ from touchstone.evaluators.judging import Aggregation, JudgeEvaluator, Judgement
 from touchstone.evaluators.parsing import ParsedReply
 from touchstone.evaluators.prompting import PromptTemplate, format_answers, format_documents, load_prompt
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 _QUERY = InputSpec("query", "text", required=False, description="what the user asked")
 _RESPONSE = InputSpec("response", "text", required=False, description="the application's answer")
@@ -325,11 +326,8 @@ class QAEvaluator(Evaluator):
     def options(self) -> dict[str, Any]:
         return {ev.metric: ev.options() for ev in self.parts}
 
-    def failure(self, error: BaseException | str) -> Outputs:
-        out: Outputs = {}
-        for ev in self.parts:
-            out.update(ev.failure(error))
-        return out
+    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outputs:
+        return _merge([ev.failure(error, kind=kind) for ev in self.parts])
 
     async def _ascore(self, **inputs: Any) -> Outputs:
         import asyncio
@@ -339,7 +337,13 @@ class QAEvaluator(Evaluator):
             row = {k: v for k, v in inputs.items() if k in wanted}
             return await ev.ascore(row)
 
-        out: Outputs = {}
-        for part in await asyncio.gather(*(one(ev) for ev in self.parts)):
-            out.update(part)
-        return out
+        return _merge(await asyncio.gather(*(one(ev) for ev in self.parts)))
+
+
+def _merge(parts: list[Outcome]) -> Outcome:
+    """One Outcome holding every part's Scores and keys (the composite's main score is its first
+    part's)."""
+    merged = Outcome([s for part in parts for s in part.scores])
+    for part in parts:
+        merged.update(part)
+    return merged

@@ -36,6 +36,7 @@ import numpy as np
 
 from touchstone.data.kinds import ranked_ids, relevance_labels
 from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
+from touchstone.scores import Outcome, Score
 from touchstone.evaluators.registry import register
 
 _RANKING_INPUTS = (
@@ -145,10 +146,7 @@ class RankingEvaluator(Evaluator):
         values_rows = zip(
             *(np.asarray(col, dtype=np.float64).tolist() for col in columns.values()), strict=True
         )
-        if self.threshold is None:
-            good = [dict(zip(keys, v, strict=True)) for v in values_rows]
-        else:
-            good = [self._outputs(dict(zip(keys, v, strict=True))) for v in values_rows]
+        good = [self._outputs(dict(zip(keys, v, strict=True))) for v in values_rows]
         if not errors:
             return good
         out: list[Outputs] = []
@@ -158,10 +156,13 @@ class RankingEvaluator(Evaluator):
         return out
 
     def _outputs(self, values: dict[str, float]) -> Outputs:
-        if self.threshold is None:
-            return values
         main = values[self.score_key]
-        return {**values, **{k: v for k, v in self.result(main).items() if k != self.score_key}}
+        scores = [Score(name, value) for name, value in values.items() if name != self.score_key]
+        if self.threshold is None:
+            return Outcome([Score(self.score_key, main), *scores], values)
+        outcome = self.result(main)
+        rendered = {**values, **{k: v for k, v in outcome.items() if k != self.score_key}}
+        return Outcome([*outcome.scores, *scores], rendered)
 
     @staticmethod
     def _prepare(row: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
@@ -320,6 +321,8 @@ class DocumentRetrievalEvaluator(Evaluator):
     metric = "document_retrieval"
     prefix = "document_retrieval"
     score_key = "document_retrieval"
+    secondary = (*_HIGHER, *_LOWER, "total_retrieved_documents", "total_ground_truth_documents")
+    lower_is_better = frozenset(_LOWER)
     inputs = _RANKING_INPUTS
     description = "ndcg@3, xdcg@3, fidelity, top-k relevance and holes of the retrieved documents"
     value_range = "0-1 (ndcg, fidelity), 0-100 (xdcg), labels, counts"
@@ -445,4 +448,4 @@ class DocumentRetrievalEvaluator(Evaluator):
             flat[f"{name}_passed"] = passed
             flat[f"{name}_threshold"] = limit
             flat[f"{name}_higher_is_better"] = higher
-        return {**self.result(float(values["ndcg@3"]), properties=dict(flat)), **flat}
+        return self.result(float(values["ndcg@3"]), properties=dict(flat), **flat)

@@ -146,6 +146,7 @@ class RetrievalScoreEvaluator(JudgeEvaluator):
     metric = "retrieval_score"
     prefix = "retrieval_score"
     score_key = "retrieval_score"
+    secondary = ("retrieval_coverage",)
     inputs = (_QUERY, _CONTEXT, _CONVERSATION)
     input_modes = (("query", "context"), ("conversation",))
     description = "LLM judge: share of the query's intents the documents cover, 1 + 4*coverage^2 (1-5)"
