@@ -156,22 +156,19 @@ async def test_json_schema_falls_back_to_text_parsed_tolerantly(cfg: ProviderMod
     assert {"response_format", "logprobs", "top_logprobs", "seed"} <= set(unsupported)
 
 
-async def test_session_retries_without_a_parameter_the_adapter_refuses(
-    cfg: ProviderModelConfiguration, server: FakeOpenAIServer
-) -> None:
-    """The adapter's own refusal of ``response_format`` (kept as a safety net) makes the session send
-    the call again without it, and remember that for later calls."""
+async def test_the_adapter_builds_its_own_body(cfg: ProviderModelConfiguration, server: FakeOpenAIServer) -> None:
+    """The Messages API body is the adapter's: even with its declared ``unsupported`` cleared, it never
+    carries what the API has no equivalent for, so no call is refused and nothing falls back."""
     async with judge_session(fast(seed=7)) as session:
         backend = session.backend(cfg)
         backend.unsupported.clear()  # as if the adapter had not declared what it cannot send
         reply = await get_judge_client(cfg).chat(msgs("a"), json_schema=SCHEMA, validate=parse_score)
-        again = await get_judge_client(cfg).chat(msgs("b"), json_schema=SCHEMA, validate=parse_score)
+        again = await get_judge_client(cfg).chat(msgs("b"), json_schema=SCHEMA, logprobs=True, validate=parse_score)
     assert parse_score(reply)[0] == expected_score("a") and parse_score(again)[0] == expected_score("b")
     assert not reply.structured and server.count == 2
-    assert all("response_format" not in r.body and "seed" not in r.body for r in server.requests)
-    assert {"response_format", "seed"} <= backend.unsupported
-    assert session.fallbacks[MODEL] == ["response_format", "seed"]  # each refused once, then never sent
-    assert session.aborted is None
+    assert all(not {"response_format", "seed", "logprobs"} & set(r.body) for r in server.requests)
+    assert session.fallbacks == {} and session.aborted is None
+    assert session.info()["models"][0]["structured_output"] == "text"
 
 
 async def test_temperature_refused_by_a_model_is_dropped(cfg: ProviderModelConfiguration, server: FakeOpenAIServer) -> None:

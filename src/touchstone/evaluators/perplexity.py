@@ -165,58 +165,25 @@ def _api_config(model_config: Any) -> Any:
 
 class CompletionsLogprobs:
     """Prompt log-probabilities from an OpenAI-compatible ``/v1/completions`` endpoint (``echo`` with
-    ``logprobs``), many prompts per request. Retries (429 with Retry-After, 5xx, timeouts) are the
-    ``openai`` client's, ``max_retries`` times."""
+    ``logprobs``), many prompts per request, through the judge session
+    (:meth:`~touchstone.judges.client.JudgeClient.completions_logprobs`): the run's limits, cache,
+    retries, token accounting and abort apply as to every judge call."""
 
-    def __init__(self, model_config: Any, model: str | None = None, *, max_retries: int = 4) -> None:
+    def __init__(self, model_config: Any, model: str | None = None) -> None:
         self.config = _api_config(model_config)
         self.model = model or self.config.model_name
-        self.max_retries = int(max_retries)
-        self._clients: dict[int, Any] = {}
+        self._judge: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "_clients"} | {"_clients": {}}
-
-    def _client(self) -> Any:
-        key = id(asyncio.get_running_loop())  # an httpx client belongs to one event loop
-        client = self._clients.get(key)
-        if client is None:
-            import openai
-
-            cfg = self.config
-            if cfg.provider == "azure_openai":
-                client = openai.AsyncAzureOpenAI(
-                    azure_endpoint=cfg.endpoint(),
-                    api_version=cfg.resolved_api_version(),
-                    api_key=cfg.resolved_api_key(),
-                    max_retries=self.max_retries,
-                )
-            else:
-                client = openai.AsyncOpenAI(
-                    base_url=cfg.endpoint(),
-                    api_key=cfg.resolved_api_key() or "none",
-                    max_retries=self.max_retries,
-                )
-            self._clients = {key: client}
-        return client
+        return {**self.__dict__, "_judge": None}  # the client holds per-event-loop sessions
 
     async def statistics(self, texts: list[str]) -> list[list[float]]:
         """``[NLL sum, predicted tokens]`` per text."""
-        response = await self._client().completions.create(
-            model=self.model, prompt=texts, max_tokens=0, echo=True, logprobs=0, temperature=0
-        )
-        choices = sorted(response.choices, key=lambda c: c.index)
-        if len(choices) != len(texts):
-            raise ValueError(
-                f"the completions endpoint returned {len(choices)} choices for {len(texts)} prompts"
-            )
+        if self._judge is None:
+            self._judge = importlib.import_module("touchstone.judges.client").get_judge_client(self.config)
+        found = await self._judge.completions_logprobs(list(texts), model=self.model)
         out: list[list[float]] = []
-        for choice in choices:
-            logprobs = getattr(choice.logprobs, "token_logprobs", None)
-            if logprobs is None:
-                raise ValueError(
-                    "the completions endpoint returned no prompt log-probabilities (echo + logprobs)"
-                )
+        for logprobs in found:
             values = [float(v) for v in logprobs if v is not None]
             out.append([-math.fsum(values), float(len(values))])
         return out

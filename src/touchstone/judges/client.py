@@ -156,6 +156,17 @@ class JudgeClient:
             return await session.embed(self.config, texts, model=model)
 
 
+    async def completions_logprobs(self, prompts: list[str], *, model: str | None = None) -> list[list[float | None]]:
+        """The log-probability of each token of each prompt under the model, in order (``None`` where
+        the server gives none: the first token), from an OpenAI-compatible ``/v1/completions``
+        endpoint (``echo`` with ``logprobs``, ``max_tokens=0``: nothing is generated; vLLM and
+        llama.cpp servers have it). Batched, cached per prompt, retried, limited and accounted
+        like every judge call. ``model``: the served model, default the configuration's."""
+        session, standalone = self._session()
+        async with _using(session, standalone):
+            return await session.completions_logprobs(self.config, prompts, model=model)
+
+
 @contextlib.asynccontextmanager
 async def _using(session: JudgeSession, standalone: bool) -> AsyncIterator[None]:
     """Outside a run, HTTP connections are closed when the last call in progress ends, so none is

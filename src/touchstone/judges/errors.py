@@ -7,13 +7,100 @@ from collections.abc import Iterable
 
 from touchstone.errors import RunAbortedError
 
-__all__ = ["JudgeCallError", "RunAbortedError", "redact"]
+__all__ = [
+    "FatalProviderError",
+    "JudgeCallError",
+    "ProviderError",
+    "QuotaExhausted",
+    "RateLimited",
+    "RowRejected",
+    "RunAbortedError",
+    "TransientError",
+    "UnsupportedParameter",
+    "redact",
+]
+
+
+class ProviderError(Exception):
+    """A request to a judge provider failed; the subclass says what the session does about it.
+
+    ``kind`` (a class constant) is the error kind a row's score records when the call fails for
+    good; ``status`` the HTTP status when there was one; ``message`` is shown to the user (secrets
+    are redacted by the backend that raises it)."""
+
+    kind: str = "provider"
+
+    def __init__(self, message: str, status: int | None = None, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    @message.setter
+    def message(self, value: str) -> None:
+        self.args = (value,)  # replaced, not kept beside: a redacted message leaves no copy behind
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class RateLimited(ProviderError):
+    """HTTP 429 (or a provider's "overloaded"): back off as the server asks, lower concurrency, retry."""
+
+    kind = "rate_limit"
+
+
+class QuotaExhausted(ProviderError):
+    """The account's quota is spent: every call would fail, the run stops."""
+
+    kind = "quota"
+
+
+class TransientError(ProviderError):
+    """A 5xx, a timeout, a dropped connection or a malformed body: retry with backoff."""
+
+    kind = "transient"
+
+
+class UnsupportedParameter(ProviderError):
+    """The server refused an optional request parameter (``param``): send again without it, or in the
+    next structured-output mode when it is ``response_format`` (``value``: the refused type)."""
+
+    kind = "unsupported"
+
+    def __init__(
+        self, message: str, status: int | None = None, *, param: str, value: str | None = None
+    ) -> None:
+        super().__init__(message, status)
+        self.param = param
+        self.value = value
+
+
+class RowRejected(ProviderError):
+    """This request's content was refused (content filter, context too long): the row fails, the run
+    goes on."""
+
+    kind = "row"
+
+
+class FatalProviderError(ProviderError):
+    """Every call would fail the same way (authentication, unknown model, a request the server
+    rejects, the same server error on every first call): the run stops."""
+
+    kind = "fatal"
 
 
 class JudgeCallError(RuntimeError):
     """One judge call failed after its retries (or with an error that retrying cannot fix for this row
     only, such as a reply that never matched the requested schema). The engine records the row as
-    failed with this message; the run goes on."""
+    failed with this message; the run goes on.
+
+    ``kind``: the score's error kind, that of the last :class:`ProviderError` (``"transient"``,
+    ``"rate_limit"``, ``"row"``, ``"unsupported"``) or ``"invalid_output"`` for replies that never
+    matched the expected format."""
 
     def __init__(self, message: str, *, kind: str = "error", attempts: int = 1) -> None:
         super().__init__(message)

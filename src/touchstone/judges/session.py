@@ -19,21 +19,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import math
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from touchstone.engine.context import RunContext, add_usage, register_run_hook
 from touchstone.errors import ConfigurationError, RunAbortedError
-from touchstone.judges import backends as bk
 from touchstone.judges.cache import JudgeCache, cache_key
 from touchstone.judges.client import ChatReply, TokenLogprob, Usage, Validator
 from touchstone.judges.config import JudgeSettings, ModelConfiguration
-from touchstone.judges.errors import JudgeCallError, redact
+from touchstone.judges.errors import (
+    FatalProviderError,
+    JudgeCallError,
+    ProviderError,
+    RateLimited,
+    RowRejected,
+    TransientError,
+    UnsupportedParameter,
+    redact,
+)
 from touchstone.judges.pricing import cost_usd
+from touchstone.judges.providers.base import Backend, ChatRequest, Response
+from touchstone.judges.providers.registry import make_backend
+
+_T = TypeVar("_T")
 
 _current: ContextVar[JudgeSession | None] = ContextVar("touchstone_judge_session", default=None)
 
@@ -46,13 +59,27 @@ def current_session() -> JudgeSession | None:
     return _current.get()
 
 
+class _InvalidReply(TransientError):
+    """A reply that failed the caller's validation: asked again at once (never cached)."""
+
+    kind = "invalid_output"
+
+
+SAME_FIRST_FAILURES = 4
+"""A backend whose first calls (none has succeeded yet) all fail with this many identical HTTP 500
+errors stops the run: a server fault that retrying every row will not fix (an overload varies, is a
+502/503/504, or comes after successes)."""
+
+_DETERMINISTIC_STATUSES = (500, 501)
+
+
 class JudgeSession:
     """Concurrency limits, cache, retries, counters and abort state shared by a run's judge calls."""
 
     def __init__(self, settings: JudgeSettings | None = None) -> None:
         self.settings = settings or JudgeSettings()
         self.settings.validate()
-        self._backends: dict[str, bk.Backend] = {}
+        self._backends: dict[str, Backend] = {}
         self._configs: dict[str, ModelConfiguration] = {}
         self._cache: JudgeCache | None = None
         self._inflight: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -81,14 +108,14 @@ class JudgeSession:
             self._cache = JudgeCache(self.settings.resolved_cache_path())
         return self._cache
 
-    def backend(self, config: ModelConfiguration) -> bk.Backend:
+    def backend(self, config: ModelConfiguration) -> Backend:
         key = config.session_key()
         backend = self._backends.get(key)
         if backend is None:
             if self.aborted is not None:
                 raise self._abort_copy()
             try:
-                backend = bk.make_backend(config, self.settings)
+                backend = make_backend(config, self.settings)
             except ConfigurationError as exc:
                 self.aborted = RunAbortedError(f"judge model {config.model_name!r}: {exc}")
                 raise self._abort_copy() from None
@@ -113,7 +140,9 @@ class JudgeSession:
             self._cache = None
 
     def info(self) -> dict[str, Any]:
-        """Provenance and counters, stored with the run (no secrets)."""
+        """Provenance and counters, stored with the run (no secrets). Per model: the negotiated
+        ``structured_output`` mode (``json_schema``, ``json_object`` or ``text``) once a call with a
+        schema decided it, the parameters the server refused, the concurrency reached."""
         if self._final_info is not None and not self._backends:
             return {**self._final_info, "stats": dict(self.stats)}
         models = []
@@ -147,6 +176,16 @@ class JudgeSession:
             self.stats[key] = self.stats.get(key, 0) + value
         add_usage(**amounts)
 
+    def _account(self, model: str, prompt: int, completion: int | None) -> None:
+        """Tokens and cost of one reply (``completion`` None: a call that generates nothing)."""
+        amounts: dict[str, float] = {"prompt_tokens": prompt}
+        if completion is not None:
+            amounts["completion_tokens"] = completion
+        cost = cost_usd(model, prompt, completion or 0, self.settings.prices)
+        if cost is not None:
+            amounts["cost_usd"] = cost
+        self._count(**amounts)
+
     def _backoff(self, attempt: int) -> float:
         base = min(self.settings.backoff_max, self.settings.backoff_base * 2 ** max(0, attempt - 1))
         return base * self._rng.uniform(0.5, 1.0)
@@ -170,7 +209,7 @@ class JudgeSession:
         if self.aborted is not None:
             raise self._abort_copy()
         self._configs.setdefault(config.session_key(), config)
-        request: dict[str, Any] = {
+        request: ChatRequest = {
             "messages": messages,
             "json_schema": json_schema,
             "schema_name": schema_name,
@@ -225,45 +264,17 @@ class JudgeSession:
             cache.put_chat(key, config.model_name, stored)
         return reply
 
-    def _chat_body(
-        self, config: ModelConfiguration, request: dict[str, Any], unsupported: set[str], structured: bk.StructuredOutput
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": config.model_name, "messages": request["messages"]}
-        if request["n"] != 1:
-            body["n"] = request["n"]
-        if request["temperature"] is not None and "temperature" not in unsupported:
-            body["temperature"] = request["temperature"]
-        if request["max_tokens"] is not None:
-            use_completion = config.reasoning or "max_tokens" in unsupported
-            if use_completion and "max_completion_tokens" in unsupported:
-                pass  # neither is accepted: let the server decide the length
-            elif use_completion:
-                body["max_completion_tokens"] = request["max_tokens"]
-            else:
-                body["max_tokens"] = request["max_tokens"]
-        if request["seed"] is not None and "seed" not in unsupported:
-            body["seed"] = request["seed"]
-        if request["logprobs"] and "logprobs" not in unsupported:
-            body["logprobs"] = True
-            if request["top_logprobs"] and "top_logprobs" not in unsupported:
-                body["top_logprobs"] = request["top_logprobs"]
-        if request["json_schema"] is not None:
-            fmt = structured.response_format(request["json_schema"], request["schema_name"])
-            if fmt is not None:
-                body["response_format"] = fmt
-        return body
-
     async def _call_chat(
-        self, config: ModelConfiguration, request: dict[str, Any], validate: Validator | None
+        self, config: ModelConfiguration, request: ChatRequest, validate: Validator | None
     ) -> tuple[dict[str, Any], ChatReply]:
         backend = self.backend(config)
         structured = backend.structured
-        if request["json_schema"] is None or structured.decided:
+        if request["json_schema"] is None or structured.open:
             return await self._chat_attempts(config, backend, request, validate)
-        if "response_format" in backend.unsupported:  # known up front (e.g. Anthropic's adapter)
+        if "response_format" in backend.unsupported:  # known up front
             structured.fix("text")
             return await self._chat_attempts(config, backend, request, validate)
-        probing = await structured.acquire()
+        probing = await structured.acquire()  # the mode is negotiated by one call; the others wait
         try:
             return await self._chat_attempts(config, backend, request, validate)
         finally:
@@ -271,104 +282,146 @@ class JudgeSession:
                 structured.release()
 
     async def _chat_attempts(
-        self, config: ModelConfiguration, backend: bk.Backend, request: dict[str, Any], validate: Validator | None
+        self, config: ModelConfiguration, backend: Backend, request: ChatRequest, validate: Validator | None
     ) -> tuple[dict[str, Any], ChatReply]:
-        tokens_estimate = _estimate_prompt_tokens(request["messages"]) + (request["max_tokens"] or 256)
-        errors = 0
-        rate_limited = 0
-        last = ""
-        while True:
-            body = self._chat_body(config, request, backend.unsupported, backend.structured)
-            try:
-                response = await self._send(backend, tokens_estimate, functools.partial(backend.chat, body, self.settings.timeout))
-                data = response.data
-                stored = _stored_reply(data, config.model_name, structured="response_format" in body)
-                if request["json_schema"] is not None:
-                    backend.structured.decided = True  # the server took the mode this body was sent with
-            except bk.Failure as failure:
-                if failure.kind == bk.UNSUPPORTED and failure.param == "response_format" and "response_format" in body:
-                    self._downgrade(backend, config, body["response_format"]["type"])
-                    continue
-                if failure.kind == bk.UNSUPPORTED and failure.param and failure.param not in backend.unsupported:
-                    self._drop_param(backend, config, failure.param)
-                    continue
-                last = failure.message
-                if failure.kind == bk.RATE_LIMIT:
-                    rate_limited += 1
-                    if rate_limited > self.settings.max_rate_limit_retries:
-                        raise self._give_up(
-                            f"still rate limited after {rate_limited} attempts: {last}", "rate_limit"
-                        ) from None
-                    self._count(retries=1, rate_limited=1)
-                    wait = failure.retry_after
-                    wait = self._backoff(rate_limited) if wait is None else wait * self._rng.uniform(1.0, 1.1)
-                    await asyncio.sleep(min(wait, self.settings.max_retry_wait))
-                    continue
-                if failure.kind == bk.TRANSIENT:
-                    errors += 1
-                    if errors > self.settings.max_retries:
-                        raise self._give_up(f"failed after {errors} attempts: {last}", "transient") from None
-                    self._count(retries=1)
-                    wait = max(self._backoff(errors), failure.retry_after or 0.0)
-                    await asyncio.sleep(min(wait, self.settings.max_retry_wait))
-                    continue
-                if failure.kind == bk.ROW:
-                    self._count(failed_calls=1)
-                    raise JudgeCallError(f"judge call rejected: {last}", kind="row") from None
-                self._abort(config, backend, failure)
-            # a reply arrived
+        model = config.model_name
+        timeout = self.settings.timeout
+        tokens = _estimate_prompt_tokens(request["messages"]) + (request["max_tokens"] or 256)
+        wants_schema = request["json_schema"] is not None
+
+        async def attempt() -> tuple[dict[str, Any], ChatReply]:
+            body = backend.chat_body(model, request)
+            response = await self._send(backend, tokens, functools.partial(backend.chat, body, timeout))
+            stored = _stored_reply(response.data, model, structured="response_format" in body)
+            if wants_schema:
+                backend.structured.open = True  # the server took the mode this body was sent in
             reply = _reply_from(stored, cached=False)
-            usage = reply.usage
-            cost = cost_usd(config.model_name, usage.prompt_tokens, usage.completion_tokens, self.settings.prices)
-            amounts: dict[str, float] = {
-                "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens,
-            }
-            if cost is not None:
-                amounts["cost_usd"] = cost
-            self._count(**amounts)
-            if not _is_valid(reply, validate):
-                errors += 1
-                last = f"the reply did not match the expected format: {_validation_error(reply, validate)}"
-                if errors > self.settings.max_retries:
-                    raise self._give_up(f"failed after {errors} attempts: {last}", "invalid_output")
-                self._count(retries=1, invalid_replies=1)
-                continue
+            self._account(model, reply.usage.prompt_tokens, reply.usage.completion_tokens)
+            if validate is not None and not _is_valid(reply, validate):
+                raise _InvalidReply(f"the reply did not match the expected format: {_validation_error(reply, validate)}")
             return stored, reply
 
-    async def _send(self, backend: bk.Backend, tokens: int, send: Callable[[], Any]) -> bk.Response:
-        """One request under the caps and the concurrency limit; counts it as a call."""
-        if backend.rpm is not None:
-            await backend.rpm.take(1)
-        if backend.tpm is not None:
-            await backend.tpm.take(tokens)
-        if self.aborted is not None:
-            raise self._abort_copy()
-        ticket = await backend.limiter.acquire()
-        if self.aborted is not None:
-            backend.limiter.release(ticket, "cancelled")
-            raise self._abort_copy()
-        outcome = "error"
+        refused: list[tuple[str, str | None]] = []  # what this call was refused (rarely anything)
+
+        def without(error: UnsupportedParameter) -> bool:
+            """Send again without the refused parameter (or in the next structured-output mode)."""
+            seen = (error.param, error.value)
+            if seen in refused:
+                return False  # refused again although left out: the server means something else
+            refused.append(seen)
+            if error.param == "response_format":
+                self._downgrade(backend, config, error.value or backend.structured.mode)
+            elif error.param not in backend.unsupported:
+                self._drop_param(backend, config, error.param)
+            return bool(error.param)
+
+        return await self._with_retries(config, backend, attempt, label="judge call", unsupported=without)
+
+    # ------------------------------------------------------------------ the one retry loop
+    async def _with_retries(
+        self,
+        config: ModelConfiguration,
+        backend: Backend,
+        attempt: Callable[[], Awaitable[_T]],
+        *,
+        label: str,
+        unsupported: Callable[[UnsupportedParameter], bool] | None = None,
+    ) -> _T:
+        """``await attempt()`` until it returns, dispatching on the error it raises: rate limits wait
+        as the server asks; transient faults (and replies that failed validation) retry with backoff,
+        up to the settings' bounds, then fail this call (:class:`JudgeCallError`); a refused optional
+        parameter retries when ``unsupported`` says so; a refused row fails this call; anything else
+        (authentication, unknown model, quota, a server fault every first call meets) stops the run."""
+        errors = rate_limited = 0
+        while True:
+            try:
+                return await attempt()
+            except RateLimited as exc:
+                rate_limited += 1
+                if rate_limited > self.settings.max_rate_limit_retries:
+                    raise self._give_up(f"{label} still rate limited after {rate_limited} attempts: {exc}", exc.kind) from None
+                self._count(retries=1, rate_limited=1)
+                wait = exc.retry_after
+                wait = self._backoff(rate_limited) if wait is None else wait * self._rng.uniform(1.0, 1.1)
+                await asyncio.sleep(min(wait, self.settings.max_retry_wait))
+            except TransientError as exc:
+                errors += 1
+                if errors > self.settings.max_retries:
+                    raise self._give_up(f"{label} failed after {errors} attempts: {exc}", exc.kind) from None
+                if isinstance(exc, _InvalidReply):
+                    self._count(retries=1, invalid_replies=1)
+                    continue  # the server answered: ask again at once
+                self._check_first_failures(config, backend, exc)
+                self._count(retries=1)
+                await asyncio.sleep(min(max(self._backoff(errors), exc.retry_after or 0.0), self.settings.max_retry_wait))
+            except UnsupportedParameter as exc:
+                if unsupported is not None and unsupported(exc):
+                    continue
+                self._count(failed_calls=1)
+                raise JudgeCallError(f"{label} rejected: {exc}", kind=exc.kind) from None
+            except RowRejected as exc:
+                self._count(failed_calls=1)
+                raise JudgeCallError(f"{label} rejected: {exc}", kind=exc.kind) from None
+            except ProviderError as exc:  # fatal, quota: every call would fail the same way
+                self._abort(config, backend, exc)
+
+    def _check_first_failures(self, config: ModelConfiguration, backend: Backend, error: TransientError) -> None:
+        """Stop the run when the backend's first calls all met the same HTTP 500 (see
+        :data:`SAME_FIRST_FAILURES`); anything after a success keeps its retries."""
+        if backend.contact.open or error.status not in _DETERMINISTIC_STATUSES:
+            return
+        if error.message == backend.first_failure:
+            backend.first_failures += 1
+        else:
+            backend.first_failure, backend.first_failures = error.message, 1
+        if backend.first_failures >= SAME_FIRST_FAILURES:
+            self._abort(config, backend, error, because=(
+                f"the first {backend.first_failures} calls all failed with this same error and none has "
+                "succeeded: a server fault that retrying will not fix"
+            ))
+
+    async def _send(self, backend: Backend, tokens: int, send: Callable[[], Awaitable[Response]]) -> Response:
+        """One request under the caps and the concurrency limit; counts it as a call. Until the
+        backend's first success, one request at a time (its ``contact`` gate): a server that fails
+        every call costs a few requests, not one per row in flight."""
+        contact = backend.contact
+        probing = False if contact.open else await contact.acquire()
         try:
-            response: bk.Response = await send()
-            outcome = "success"
-        except bk.Failure as failure:
-            outcome = "rate_limited" if failure.kind == bk.RATE_LIMIT else "error"
-            raise
+            if backend.rpm is not None:
+                await backend.rpm.take(1)
+            if backend.tpm is not None:
+                await backend.tpm.take(tokens)
+            if self.aborted is not None:
+                raise self._abort_copy()
+            ticket = await backend.limiter.acquire()
+            if self.aborted is not None:
+                backend.limiter.release(ticket, "cancelled")
+                raise self._abort_copy()
+            outcome = "error"
+            try:
+                response = await send()
+                outcome = "success"
+            except RateLimited:
+                outcome = "rate_limited"
+                raise
+            finally:
+                backend.limiter.release(ticket, outcome)
+                self._count(calls=1)
+            contact.open = True
         finally:
-            backend.limiter.release(ticket, outcome)
-            self._count(calls=1)
+            if probing:
+                contact.release()
         if response.pause:
             backend.limiter.pause(min(response.pause, self.settings.max_retry_wait))
         return response
 
-    def _downgrade(self, backend: bk.Backend, config: ModelConfiguration, rejected: str) -> None:
-        """The server refused structured-output mode ``rejected``: try the next one (recorded once)."""
+    def _downgrade(self, backend: Backend, config: ModelConfiguration, rejected: str) -> None:
+        """The server refused structured-output mode ``rejected``: the next one (recorded once)."""
         if backend.structured.downgrade(rejected) == "text" and "response_format" not in backend.unsupported:
             backend.unsupported.add("response_format")
             self.fallbacks.setdefault(config.model_name, []).append("response_format")
 
-    def _drop_param(self, backend: bk.Backend, config: ModelConfiguration, param: str) -> None:
+    def _drop_param(self, backend: Backend, config: ModelConfiguration, param: str) -> None:
         backend.unsupported.add(param)
         if param == "logprobs":
             backend.unsupported.add("top_logprobs")
@@ -376,18 +429,20 @@ class JudgeSession:
 
     def _give_up(self, message: str, kind: str) -> JudgeCallError:
         self._count(failed_calls=1)
-        return JudgeCallError(f"judge call {message}", kind=kind)
+        return JudgeCallError(message, kind=kind)
 
-    def _abort(self, config: ModelConfiguration, backend: bk.Backend, failure: bk.Failure) -> NoReturn:
+    def _abort(
+        self, config: ModelConfiguration, backend: Backend, error: ProviderError, *, because: str | None = None
+    ) -> NoReturn:
         if self.aborted is None:
-            text = redact(failure.message, [config.resolved_api_key()])
+            text = redact(error.message, [config.resolved_api_key()])
+            why = because or "every remaining call would fail the same way"
             self.aborted = RunAbortedError(
-                f"judge model {config.model_name!r} at {backend.host}: {text}. "
-                "The run was stopped: every remaining call would fail the same way."
+                f"judge model {config.model_name!r} at {backend.host}: {text}. The run was stopped: {why}."
             )
         raise self._abort_copy()
 
-    def _dry_chat(self, config: ModelConfiguration, request: dict[str, Any]) -> ChatReply:
+    def _dry_chat(self, config: ModelConfiguration, request: ChatRequest) -> ChatReply:
         prompt = _estimate_prompt_tokens(request["messages"])
         completion = min(request["max_tokens"] or DRY_RUN_COMPLETION_TOKENS, DRY_RUN_COMPLETION_TOKENS) * request["n"]
         amounts: dict[str, float] = {"calls": 1, "prompt_tokens": prompt, "completion_tokens": completion}
@@ -395,25 +450,73 @@ class JudgeSession:
         if cost is not None:
             amounts["cost_usd"] = cost
         self._count(**amounts)
-        text = _placeholder_json(request["json_schema"]) if request["json_schema"] else ""
-        return ChatReply(text=text, choices=[text] * request["n"], structured=request["json_schema"] is not None,
+        schema = request["json_schema"]
+        text = _placeholder_json(schema) if schema else ""
+        return ChatReply(text=text, choices=[text] * request["n"], structured=schema is not None,
                          model=config.model_name, usage=Usage(prompt, completion))
 
-    # ------------------------------------------------------------------ embeddings
+    # ------------------------------------------------------------------ embeddings and prompt log-probabilities
     async def embed(self, config: ModelConfiguration, texts: list[str], *, model: str | None = None) -> list[list[float]]:
         """See :meth:`touchstone.judges.client.JudgeClient.embed`."""
+        name = model or config.model_name
+
+        async def fetch(backend: Backend, batch: list[str]) -> list[list[float]]:
+            response = await self._send(
+                backend, sum(_estimate_text_tokens(t) for t in batch),
+                lambda: backend.embed(name, batch, self.settings.timeout),
+            )
+            vectors = _parse_embeddings(response.data, len(batch))
+            usage = response.data.get("usage") or {}
+            self._account(name, int(usage.get("prompt_tokens") or 0), None)
+            return vectors
+
+        return await self._per_text(config, "embed", name, texts, fetch, label="embedding call", dry=[0.0])
+
+    async def completions_logprobs(
+        self, config: ModelConfiguration, prompts: list[str], *, model: str | None = None
+    ) -> list[list[float | None]]:
+        """See :meth:`touchstone.judges.client.JudgeClient.completions_logprobs`."""
+        name = model or config.model_name
+
+        async def fetch(backend: Backend, batch: list[str]) -> list[list[float]]:
+            response = await self._send(
+                backend, sum(_estimate_text_tokens(t) for t in batch),
+                lambda: backend.completions(name, batch, self.settings.timeout),
+            )
+            values = _parse_prompt_logprobs(response.data, len(batch))
+            usage = response.data.get("usage") or {}
+            self._account(name, int(usage.get("prompt_tokens") or 0), None)
+            return values
+
+        found = await self._per_text(
+            config, "prompt_logprobs", name, prompts, fetch, label="completions call", dry=[math.nan, 0.0]
+        )
+        return [[None if math.isnan(v) else v for v in values] for values in found]
+
+    async def _per_text(
+        self,
+        config: ModelConfiguration,
+        kind: str,
+        name: str,
+        texts: list[str],
+        fetch: Callable[[Backend, list[str]], Awaitable[list[list[float]]]],
+        *,
+        label: str,
+        dry: list[float],
+    ) -> list[list[float]]:
+        """One float vector per text, each text cached on its own, the missing ones fetched in
+        batches of ``embed_batch_size`` through the retry loop."""
         if self.aborted is not None:
             raise self._abort_copy()
         self._configs.setdefault(config.session_key(), config)
-        name = model or config.model_name
         keys = [
-            cache_key({"v": CACHE_VERSION, "kind": "embed", "provider": config.cache_identity(), "model": name, "text": t})
+            cache_key({"v": CACHE_VERSION, "kind": kind, "provider": config.cache_identity(), "model": name, "text": t})
             for t in texts
         ]
         if self.settings.dry_run:
             tokens = sum(_estimate_text_tokens(t) for t in texts)
             self._count(calls=-(-len(texts) // self.settings.embed_batch_size), prompt_tokens=tokens)
-            return [[0.0] for _ in texts]
+            return [list(dry) for _ in texts]
         cache = self.cache
         found = cache.get_embeddings(list(dict.fromkeys(keys))) if cache is not None else {}
         hits = sum(1 for k in keys if k in found)
@@ -424,10 +527,16 @@ class JudgeSession:
             if k not in found:
                 missing.setdefault(k, t)
         if missing:
+            backend = self.backend(config)
             items = list(missing.items())
             size = max(1, self.settings.embed_batch_size)
             batches = [items[s : s + size] for s in range(0, len(items), size)]
-            results = await asyncio.gather(*(self._call_embed(config, name, b) for b in batches))
+
+            async def one(batch: list[tuple[str, str]]) -> list[list[float]]:
+                texts_of = [t for _, t in batch]
+                return await self._with_retries(config, backend, lambda: fetch(backend, texts_of), label=label)
+
+            results = await asyncio.gather(*(one(b) for b in batches))
             for batch, vectors in zip(batches, results, strict=True):
                 new = [(k, v) for (k, _), v in zip(batch, vectors, strict=True)]
                 found.update(new)
@@ -435,57 +544,19 @@ class JudgeSession:
                     cache.put_embeddings(name, new)
         return [found[k] for k in keys]
 
-    async def _call_embed(self, config: ModelConfiguration, model: str, batch: list[tuple[str, str]]) -> list[list[float]]:
-        backend = self.backend(config)
-        texts = [t for _, t in batch]
-        tokens = sum(_estimate_text_tokens(t) for t in texts)
-        errors = rate_limited = 0
-        while True:
-            try:
-                response = await self._send(backend, tokens, lambda: backend.embed(model, texts, self.settings.timeout))
-                vectors = _parse_embeddings(response.data, len(texts))
-            except bk.Failure as failure:
-                if failure.kind == bk.RATE_LIMIT:
-                    rate_limited += 1
-                    if rate_limited > self.settings.max_rate_limit_retries:
-                        raise self._give_up(f"still rate limited: {failure.message}", "rate_limit") from None
-                    self._count(retries=1, rate_limited=1)
-                    wait = failure.retry_after if failure.retry_after is not None else self._backoff(rate_limited)
-                    await asyncio.sleep(min(wait, self.settings.max_retry_wait))
-                    continue
-                if failure.kind == bk.TRANSIENT:
-                    errors += 1
-                    if errors > self.settings.max_retries:
-                        raise self._give_up(f"failed after {errors} attempts: {failure.message}", "transient") from None
-                    self._count(retries=1)
-                    await asyncio.sleep(min(max(self._backoff(errors), failure.retry_after or 0), self.settings.max_retry_wait))
-                    continue
-                if failure.kind in (bk.ROW, bk.UNSUPPORTED):
-                    self._count(failed_calls=1)
-                    raise JudgeCallError(f"embedding call rejected: {failure.message}", kind="row") from None
-                self._abort(config, backend, failure)
-            usage = response.data.get("usage") or {}
-            prompt = int(usage.get("prompt_tokens") or 0)
-            amounts: dict[str, float] = {"prompt_tokens": prompt}
-            cost = cost_usd(model, prompt, 0, self.settings.prices)
-            if cost is not None:
-                amounts["cost_usd"] = cost
-            self._count(**amounts)
-            return vectors
-
 
 # --------------------------------------------------------------------------- reply helpers
 def _stored_reply(data: dict[str, Any], model: str, *, structured: bool) -> dict[str, Any]:
     """The parts of a chat completion kept in the cache (a compact, provider-neutral form)."""
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
-        raise bk.Failure(bk.TRANSIENT, "malformed reply (no choices)")
+        raise TransientError("malformed reply (no choices)")
     texts: list[str] = []
     finish = None
     for choice in sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0):
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(message, dict):
-            raise bk.Failure(bk.TRANSIENT, "malformed reply (a choice has no message)")
+            raise TransientError("malformed reply (a choice has no message)")
         content = message.get("content")
         if content is None and message.get("refusal"):
             content = ""
@@ -550,12 +621,34 @@ def _validation_error(reply: ChatReply, validate: Validator | None) -> str:
 def _parse_embeddings(data: dict[str, Any], expected: int) -> list[list[float]]:
     items = data.get("data")
     if not isinstance(items, list) or len(items) != expected:
-        raise bk.Failure(bk.TRANSIENT, "malformed embeddings reply")
+        raise TransientError("malformed embeddings reply")
     try:
         ordered = sorted(items, key=lambda d: int(d.get("index", 0)))
         return [[float(x) for x in d["embedding"]] for d in ordered]
     except (KeyError, TypeError, ValueError):
-        raise bk.Failure(bk.TRANSIENT, "malformed embeddings reply") from None
+        raise TransientError("malformed embeddings reply") from None
+
+
+def _parse_prompt_logprobs(data: dict[str, Any], expected: int) -> list[list[float]]:
+    """The prompt tokens' log-probabilities of an ``echo`` completions reply, per prompt in order
+    (NaN where the server gives none: the first token)."""
+    choices = data.get("choices")
+    if not isinstance(choices, list) or len(choices) != expected:
+        raise TransientError(f"malformed completions reply ({expected} prompts sent)")
+    out: list[list[float]] = []
+    for choice in sorted(choices, key=lambda c: int(c.get("index", 0)) if isinstance(c, dict) else 0):
+        logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+        values = logprobs.get("token_logprobs") if isinstance(logprobs, dict) else None
+        if not isinstance(values, list):
+            raise FatalProviderError(
+                "the completions endpoint returned no prompt log-probabilities (echo with logprobs); "
+                "it cannot score prompts"
+            )
+        try:
+            out.append([math.nan if v is None else float(v) for v in values])
+        except (TypeError, ValueError):
+            raise TransientError("malformed completions reply (log-probabilities)") from None
+    return out
 
 
 def _estimate_text_tokens(text: str) -> int:
