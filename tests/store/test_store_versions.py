@@ -67,7 +67,7 @@ def test_old_store_is_migrated_in_place_keeping_its_data(tmp_path: Path) -> None
 
     store = RunStore(db)
     assert store.schema_version == SCHEMA_VERSION
-    assert {"score_values", "score_values_by_metric"} <= _tables(db)
+    assert {"score_values", "scores_replace_values", "runs_delete_values"} <= _tables(db)
     info = store.get_run("old-run")
     assert info is not None and info.status == "completed" and info.metrics == {"f1.f1_score": 0.75}
     assert [r.data for r in store.get_rows("old-run")] == [{"response": "r0"}, {"response": "r1"}]
@@ -178,3 +178,18 @@ def test_old_imports_keep_working() -> None:
     from touchstone.store.sqlite import StoredRow as SqliteStoredRow
 
     assert BaseRunInfo is SqliteRunInfo and BaseStoredRow is SqliteStoredRow
+
+
+def test_typed_lines_are_read_and_replaced_through_the_key(tmp_path: Path) -> None:
+    """No scan and no sort: each question asked of score_values is a prefix of its primary key."""
+    store = RunStore(tmp_path / "s.db")
+    with sqlite3.connect(tmp_path / "s.db") as c:
+        for sql, args in [
+            ("SELECT value FROM score_values WHERE run_id = ? AND evaluator = ? AND metric = ? "
+             "ORDER BY evaluator, idx, metric", ("r", "e", "m")),
+            ("SELECT value FROM score_values WHERE run_id = ? ORDER BY evaluator, idx, metric", ("r",)),
+            ("DELETE FROM score_values WHERE run_id = ? AND evaluator = ? AND idx = ?", ("r", "e", 1)),
+        ]:
+            plan = " ".join(str(r[3]) for r in c.execute("EXPLAIN QUERY PLAN " + sql, args))
+            assert "USING PRIMARY KEY (run_id=?" in plan and "TEMP B-TREE" not in plan, plan
+    store.close()

@@ -185,5 +185,5 @@ class Store(Protocol):
         self, run_id: str, evaluator: str | None = None, metric: str | None = None
     ) -> list[ScoreValue]:
         """The typed score columns of a run, optionally of one evaluator and/or one metric, ordered
-        by row, evaluator, metric."""
+        by evaluator, row, metric."""
         ...

@@ -57,26 +57,30 @@ V1 = (
 
 V2 = (
     # One line per (row, evaluator, metric). WITHOUT ROWID: the primary key is the table's only
-    # b-tree, which makes each insert one b-tree write instead of two. No foreign key to ``runs``:
-    # it would cost a lookup per line, and the ``scores`` line written in the same transaction
-    # already checked it.
+    # b-tree, so each insert is one b-tree write. The key's order (run, evaluator, row, metric)
+    # serves, by its prefixes, the questions asked of it: one run; one evaluator of a run (a
+    # metric of it reads the evaluator's lines, a few per row, and keeps the matching ones); one
+    # (row, evaluator), which replacing a result deletes. The engine writes an evaluator's rows in
+    # order, so inserts append. A second index on (run, evaluator, metric) was measured: it made
+    # every write dearer and SQLite's planner still chose this key (without ANALYZE), so there is
+    # none. No foreign key to ``runs``: it would cost a lookup per line, and the ``scores`` line
+    # written in the same transaction already checked it.
     """CREATE TABLE score_values (
     run_id TEXT NOT NULL,
-    idx INTEGER NOT NULL,
     evaluator TEXT NOT NULL,
+    idx INTEGER NOT NULL,
     metric TEXT NOT NULL,
     value REAL,
     label TEXT,
     status TEXT NOT NULL,
     error_kind TEXT,
     passed INTEGER,
-    PRIMARY KEY (run_id, idx, evaluator, metric)
+    PRIMARY KEY (run_id, evaluator, idx, metric)
 ) WITHOUT ROWID""",
-    "CREATE INDEX score_values_by_metric ON score_values (run_id, evaluator, metric)",
     # A result written again for the same (row, evaluator) replaces its typed lines as a whole, so no
     # metric of the earlier write lingers; deleting a run deletes its typed lines.
     """CREATE TRIGGER scores_replace_values BEFORE INSERT ON scores BEGIN
-    DELETE FROM score_values WHERE run_id = NEW.run_id AND idx = NEW.idx AND evaluator = NEW.evaluator;
+    DELETE FROM score_values WHERE run_id = NEW.run_id AND evaluator = NEW.evaluator AND idx = NEW.idx;
 END""",
     """CREATE TRIGGER runs_delete_values AFTER DELETE ON runs BEGIN
     DELETE FROM score_values WHERE run_id = OLD.id;

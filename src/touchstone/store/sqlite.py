@@ -297,7 +297,7 @@ class RunStore:
             if typed_rows:
                 c.executemany(
                     "INSERT OR REPLACE INTO score_values "
-                    "(run_id, idx, evaluator, metric, value, label, status, error_kind, passed) "
+                    "(run_id, evaluator, idx, metric, value, label, status, error_kind, passed) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     typed_rows,
                 )
@@ -305,8 +305,8 @@ class RunStore:
     def score_values(
         self, run_id: str, evaluator: str | None = None, metric: str | None = None
     ) -> list[ScoreValue]:
-        """The typed score lines of a run (optionally of one evaluator and/or one metric), by row,
-        evaluator and metric. Runs stored before schema version 2 have none (their JSON outputs
+        """The typed score lines of a run (optionally of one evaluator and/or one metric), ordered
+        by evaluator, row and metric (the store's key order: no sort). Runs stored before schema version 2 have none (their JSON outputs
         are not back-filled)."""
         sql = (
             "SELECT idx, evaluator, metric, value, label, status, error_kind, passed "
@@ -319,7 +319,7 @@ class RunStore:
         if metric is not None:
             sql += " AND metric = ?"
             args.append(metric)
-        sql += " ORDER BY idx, evaluator, metric"
+        sql += " ORDER BY evaluator, idx, metric"
         with self._lock:
             rows = self._conn.execute(sql, args).fetchall()
         return [
@@ -354,8 +354,8 @@ def _typed_lines(run_id: str, idx: int, evaluator: str, scores: Sequence[Score])
         err = sc.error
         yield (
             run_id,
-            idx,
             evaluator,
+            idx,
             sc.name,
             value,
             sc.label,
