@@ -14,7 +14,17 @@ from touchstone.judges.config import (
     default_cache_path,
     model_config_from_env,
 )
-from touchstone.judges.errors import JudgeCallError, redact
+from touchstone.judges.errors import (
+    FatalProviderError,
+    JudgeCallError,
+    ProviderError,
+    QuotaExhausted,
+    RateLimited,
+    RowRejected,
+    TransientError,
+    UnsupportedParameter,
+    redact,
+)
 from touchstone.judges.parsing import extract_json
 from touchstone.judges.pricing import cost_usd, price_for
 from touchstone.judges.session import JudgeSession, current_session, judge_session
@@ -22,6 +32,7 @@ from touchstone.judges.session import JudgeSession, current_session, judge_sessi
 __all__ = [
     "AzureOpenAIModelConfiguration",
     "ChatReply",
+    "FatalProviderError",
     "JudgeCallError",
     "JudgeClient",
     "JudgeSession",
@@ -29,9 +40,15 @@ __all__ = [
     "ModelConfigLike",
     "ModelConfiguration",
     "OpenAIModelConfiguration",
+    "ProviderError",
     "ProviderModelConfiguration",
+    "QuotaExhausted",
+    "RateLimited",
+    "RowRejected",
     "RunAbortedError",
     "TokenLogprob",
+    "TransientError",
+    "UnsupportedParameter",
     "Usage",
     "as_model_config",
     "cost_usd",

@@ -268,22 +268,6 @@ class JudgeSession:
         self, config: ModelConfiguration, request: ChatRequest, validate: Validator | None
     ) -> tuple[dict[str, Any], ChatReply]:
         backend = self.backend(config)
-        structured = backend.structured
-        if request["json_schema"] is None or structured.open:
-            return await self._chat_attempts(config, backend, request, validate)
-        if "response_format" in backend.unsupported:  # known up front
-            structured.fix("text")
-            return await self._chat_attempts(config, backend, request, validate)
-        probing = await structured.acquire()  # the mode is negotiated by one call; the others wait
-        try:
-            return await self._chat_attempts(config, backend, request, validate)
-        finally:
-            if probing:
-                structured.release()
-
-    async def _chat_attempts(
-        self, config: ModelConfiguration, backend: Backend, request: ChatRequest, validate: Validator | None
-    ) -> tuple[dict[str, Any], ChatReply]:
         model = config.model_name
         timeout = self.settings.timeout
         tokens = _estimate_prompt_tokens(request["messages"]) + (request["max_tokens"] or 256)
@@ -315,7 +299,18 @@ class JudgeSession:
                 self._drop_param(backend, config, error.param)
             return bool(error.param)
 
-        return await self._with_retries(config, backend, attempt, label="judge call", unsupported=without)
+        structured = backend.structured
+        if not wants_schema or structured.open:
+            return await self._with_retries(config, backend, attempt, label="judge call", unsupported=without)
+        if "response_format" in backend.unsupported:  # known up front
+            structured.fix("text")
+            return await self._with_retries(config, backend, attempt, label="judge call", unsupported=without)
+        probing = await structured.acquire()  # the mode is negotiated by one call; the others wait
+        try:
+            return await self._with_retries(config, backend, attempt, label="judge call", unsupported=without)
+        finally:
+            if probing:
+                structured.release()
 
     # ------------------------------------------------------------------ the one retry loop
     async def _with_retries(
