@@ -80,6 +80,33 @@ def _model_path(tmp_dir: Path) -> Path:
     return Path(assemble(output_path=tmp_dir / MODEL_NAME))
 
 
+# The GGUF carries no chat template, so the server would fall back to Llama 2's format, and its
+# built-in "gemma" format drops system messages (the judge's instructions). This is Gemma's turn
+# format with the system message opening the first user turn, Gemma having no system role. The
+# server appends an empty assistant message to every conversation: it becomes the open model turn.
+GEMMA_CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% set system = messages[0]['content'] + '\\n\\n' if messages[0]['role'] == 'system' else '' %}"
+    "{% set turns = messages[1:] if messages[0]['role'] == 'system' else messages %}"
+    "{% for m in turns %}"
+    "{% if loop.last and m['role'] == 'assistant' and not m['content'] %}"
+    "<start_of_turn>model\n"
+    "{% else %}"
+    "<start_of_turn>{{ 'model' if m['role'] == 'assistant' else 'user' }}\n"
+    "{{ system if loop.first else '' }}{{ m['content'] }}<end_of_turn>\n"
+    "{% endif %}"
+    "{% endfor %}"
+)
+
+
+def _chat_template_file(tmp_dir: Path) -> Path:
+    """The template as the tokenizer configuration file the server reads (``hf-tokenizer-config``)."""
+    path = tmp_dir / "tokenizer_config.json"
+    config = {"chat_template": GEMMA_CHAT_TEMPLATE, "bos_token": "<bos>", "eos_token": "<end_of_turn>"}
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
 def _models_listed(base_url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{base_url}/models", timeout=2) as reply:
@@ -102,11 +129,10 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
         "--model_alias", MODEL_ALIAS,
         "--host", "127.0.0.1",
         "--port", str(port),
-        "--n_ctx", "4096",  # the judge prompts are under 1,000 tokens; a repair request doubles that
+        "--n_ctx", "4096",  # a judge prompt is about 500 tokens; a repair request about doubles it
         "--n_threads", str(min(4, os.cpu_count() or 2)),
-        # touchstone sends several requests at once; the server answers them one after another
-        # instead of abandoning the one in progress for the newest.
-        "--interrupt_requests", "False",
+        "--chat_format", "hf-tokenizer-config",
+        "--hf_tokenizer_config_path", str(_chat_template_file(tmp_dir)),
     ]
     server = LlamaServer(base_url=f"http://127.0.0.1:{port}/v1", model=MODEL_ALIAS, log_path=log_path)
     with log_path.open("wb") as log:
