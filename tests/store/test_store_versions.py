@@ -193,3 +193,18 @@ def test_typed_lines_are_read_and_replaced_through_the_key(tmp_path: Path) -> No
             plan = " ".join(str(r[3]) for r in c.execute("EXPLAIN QUERY PLAN " + sql, args))
             assert "USING PRIMARY KEY (run_id=?" in plan and "TEMP B-TREE" not in plan, plan
     store.close()
+
+
+def test_stores_opened_at_once_on_a_new_file_migrate_it_once(tmp_path: Path) -> None:
+    """Several connections opening the same new file together: one migrates, the others wait for
+    its write lock and find the newest version (no 'table already exists')."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    db = tmp_path / "together.db"
+    with ThreadPoolExecutor(8) as pool:
+        stores = list(pool.map(lambda _: RunStore(db), range(8)))
+    assert {s.schema_version for s in stores} == {SCHEMA_VERSION}
+    run_id = stores[0].create_run({}, None, "0.2.0")
+    assert stores[-1].get_run(run_id) is not None
+    for s in stores:
+        s.close()
