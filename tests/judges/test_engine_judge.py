@@ -70,8 +70,14 @@ def test_authentication_error_stops_the_run(fake_openai: FakeOpenAIServer, tmp_p
     assert fake_openai.count <= 4 * 4  # the requests already in flight at most, not one per row
     store = RunStore(tmp_path / "runs.db")
     (stored_run,) = store.list_runs()
-    assert stored_run.status == "failed"
+    assert stored_run.status == "aborted"
     assert store.count_scores(stored_run.id) == 0  # no row recorded as failed for a run-wide cause
+    # the summary still lists the metric, every row counted as failed with the cause
+    partial = info.value.result  # type: ignore[attr-defined]
+    entry = partial.summary["judge.toy_judge"]
+    assert entry["n"] == 0 and entry["n_failed"] == 200
+    assert stored_run.summary is not None and stored_run.summary["summary"]
+    assert all("the run was stopped" in str(v) for r in partial.rows for k, v in r.items() if k.endswith("_error"))
     assert KEY.encode() not in (tmp_path / "runs.db").read_bytes()
 
 

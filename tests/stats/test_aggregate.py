@@ -1,5 +1,6 @@
-"""Aggregation: ``aggregate`` equals the definition written out here on random outputs of every shape,
-and the bootstrap interval is seeded, sound, and the same distribution on both of its paths."""
+"""Aggregation: the SDK ``metrics`` (``sdk_metrics``) and the Score-based ``summary``
+(``summarize``) equal the definitions written out here on random outputs of every shape, and the
+bootstrap interval is seeded, sound, and the same distribution on both of its paths."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from touchstone.stats.aggregate import aggregate, bootstrap_ci, is_failed
+from touchstone.evaluators.base import FunctionEvaluator, MetricInfo
+from touchstone.scores import ErrorInfo, Outcome, Score
+from touchstone.stats.aggregate import bootstrap_ci, is_failed, sdk_metrics, summarize
 
 
 def _reference(names: list[str], outputs: dict[str, list[dict[str, Any] | None]]) -> tuple[dict[str, float], dict[str, Any]]:
@@ -39,7 +42,7 @@ def _reference(names: list[str], outputs: dict[str, list[dict[str, Any] | None]]
             metrics[f"{name}.{key}"] = float(np.mean(np.asarray(values, dtype=float)))
             if any(isinstance(v, bool) for v in values):
                 continue
-            if key.endswith("_score") and f"{name}.{key[:-6]}" in summary:
+            if key not in ("m", "extra"):
                 continue
             summary[f"{name}.{key}"] = {"n": len(values), "n_failed": failed, "n_rows": len(rows)}
         labels = [k for k in keys if k.endswith("_result")]
@@ -70,21 +73,55 @@ def _random_outputs(rng: random.Random, n: int) -> list[dict[str, Any] | None]:
     return out
 
 
+def _outcomes(info: MetricInfo, rows: list[dict[str, Any] | None]) -> list[Outcome | None]:
+    """The same rows as Outcomes: ``m`` the main score (passed from ``m_result``), ``extra`` a
+    secondary score, ``m_error`` a failure."""
+    out: list[Outcome | None] = []
+    for r in rows:
+        if r is None:
+            out.append(None)
+        elif r.get("m_error"):
+            out.append(Outcome([Score.failed("m", ErrorInfo("computation", r["m_error"]))], r))
+        else:
+            scores = []
+            if isinstance(r["m"], (int, float)) and r["m"] == r["m"]:
+                scores.append(Score("m", r["m"], passed=r["m_result"] == "pass"))
+            if "extra" in r:
+                scores.append(Score("extra", float(r["extra"])))
+            out.append(Outcome(scores, r))
+    return out
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_aggregate_equals_the_definition(seed: int) -> None:
     rng = random.Random(seed)
     outputs = {"a": _random_outputs(rng, rng.randint(1, 300)), "b": _random_outputs(rng, rng.randint(1, 50))}
-    metrics, summary = aggregate(["a", "b"], outputs)
+    metrics = sdk_metrics(["a", "b"], outputs)
     want_metrics, want_summary = _reference(["a", "b"], outputs)
     assert metrics.keys() == want_metrics.keys()
     for key, value in want_metrics.items():
         assert metrics[key] == pytest.approx(value, abs=1e-12), key
-    assert summary.keys() == want_summary.keys()
+    info = MetricInfo(name="m", key="m", prefix="m", secondary=("extra",))
+    outcomes = {name: _outcomes(info, rows) for name, rows in outputs.items()}
+    summary = summarize({"a": info, "b": info}, outcomes)
     for key, entry in want_summary.items():
         assert {k: summary[key][k] for k in entry} == entry
-    # the caller's failure counts, when given, are used as they are
-    failed = {"a": sum(map(is_failed, outputs["a"])), "b": sum(map(is_failed, outputs["b"]))}
-    assert aggregate(["a", "b"], outputs, failed=failed) == (metrics, summary)
+        found = [o.score(key.split(".")[1]) for o in outcomes[key[0]] if o is not None]
+        values = [sc.value for sc in found if sc is not None and sc.ok]
+        assert summary[key]["mean"] == pytest.approx(float(np.mean(values)), abs=1e-12)
+    for name in ("a", "b"):
+        # the main score is always listed, even when no row scored it
+        assert f"{name}.m" in summary
+
+
+def test_a_metric_whose_every_row_failed_is_in_the_summary() -> None:
+    ev = FunctionEvaluator(lambda response: 1 / 0, name="boom")
+    outcomes = {"boom": [ev.failure(ZeroDivisionError("division by zero")) for _ in range(5)]}
+    summary = summarize({"boom": ev.info}, outcomes)
+    entry = summary["boom.boom"]
+    assert entry["n"] == 0 and entry["n_failed"] == 5 and entry["mean"] is None
+    assert entry["higher_is_better"] is True
+    assert sdk_metrics(["boom"], outcomes) == {}
 
 
 def test_is_failed() -> None:

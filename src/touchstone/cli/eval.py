@@ -269,6 +269,9 @@ def eval_command(
     except (InputValidationError, ConfigurationError) as exc:
         raise fail_input(str(exc)) from None
     except RunAbortedError as exc:
+        partial = getattr(exc, "result", None)
+        if partial is not None:  # the summary of what was scored, the rest counted as failed
+            _report(partial, list(plan.evaluators), [], out_dir, run_store.path, run_store.persistent)
         err.print(f"[bold red]run stopped:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_GATE) from None
 

@@ -1,21 +1,22 @@
 """``evaluate()``: load -> validate -> (target) -> score -> store -> aggregate.
 
-CPU-bound evaluators are scored in batches (``score_batch``), in a process pool on large inputs;
-I/O-bound ones (``is_async``) run many rows at once through a bounded pool of workers. Every score is
-written to the run store as soon as it is produced, so a crash loses only what was in flight, and a
-run can be resumed: stored scores are not computed again.
+CPU-bound evaluators are scored in batches (``score_batch``) and I/O-bound ones (``is_async``) many
+rows at once, both through an :class:`~touchstone.engine.executors.Executor` (threads and a process
+pool locally). Every row's :class:`~touchstone.scores.Outcome` is written to the run store (any
+:class:`~touchstone.store.base.Store`) as soon as it is produced, typed Scores included, so a crash
+loses only what was in flight, and a run can be resumed: stored scores are not computed again.
+The summary is made from the Scores; building the result writes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
-import multiprocessing
 import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -25,11 +26,14 @@ from touchstone.data.loaders import DataSource, Record, load_records
 from touchstone.data.mapping import ALIASES, Ref, evaluator_mappings
 from touchstone.data.validation import evaluator_inputs, validate_records
 from touchstone.engine.context import RunContext, current_usage, run_hooks
+from touchstone.engine.executors import Executor, LocalExecutor, Plan, default_processes, direct_inputs
 from touchstone.engine.result import EvaluationResult
-from touchstone.errors import ConfigurationError, InputValidationError
+from touchstone.errors import ConfigurationError, InputValidationError, RunAbortedError
 from touchstone.evaluators.base import Evaluator, EvaluatorLike, as_evaluator, describe_exception
-from touchstone.stats.aggregate import aggregate, is_failed
-from touchstone.store.sqlite import RunStore, StoredRow, encode_outputs
+from touchstone.scores import ErrorKind, Outcome, Score, Status
+from touchstone.stats.aggregate import sdk_metrics, summarize
+from touchstone.store import Store, StoredRow, open_store
+from touchstone.store.base import ScoreValue
 
 ProgressCallback = Callable[[int, int], None]
 BATCH_ROWS = 2000
@@ -51,7 +55,7 @@ def evaluate(
     output_path: str | os.PathLike[str] | None = None,
     evaluation_name: str | None = None,
     fail_on_evaluator_errors: bool = False,
-    store: RunStore | str | os.PathLike[str] | None = None,
+    store: Store | str | os.PathLike[str] | None = None,
     resume: str | None = None,
     progress: ProgressCallback | None = None,
     workers: int | None = None,
@@ -60,7 +64,8 @@ def evaluate(
     """Evaluate ``data`` (a JSONL/CSV/Parquet path, a DataFrame or a list of dicts) with ``evaluators``.
 
     Compatible with ``azure-ai-evaluation``'s ``evaluate()``. On top of it: ``store`` (a
-    :class:`RunStore` or a path; default ``$TOUCHSTONE_STORE`` or ``~/.touchstone/runs.db``),
+    :class:`~touchstone.store.base.Store` or a path; default ``$TOUCHSTONE_STORE`` or
+    ``~/.touchstone/runs.db``, in memory with one warning when that location cannot be used),
     ``resume`` (a run id whose stored scores are reused), ``progress`` (called with done and total
     scores), ``workers`` (processes for CPU-bound metrics; default: all cores on large inputs), and
     ``options`` passed to run hooks (judge settings such as ``concurrency`` or ``cache``).
@@ -72,7 +77,7 @@ def evaluate(
     mappings = evaluator_mappings(list(evs), evaluator_config)
     validate_records(records, evs, mappings, has_target=target is not None)
 
-    run_store = store if isinstance(store, RunStore) else RunStore(store)
+    run_store = open_store(store)
     config = _run_config(data, evs, evaluator_config, target, evaluation_name, options)
     config["n_rows"] = len(records)
     if resume:
@@ -98,6 +103,16 @@ def evaluate(
     except KeyboardInterrupt:
         run_store.set_status(run_id, "interrupted")
         raise
+    except RunAbortedError as exc:
+        # Every remaining call would fail the same way: what was scored is kept, the rest is counted
+        # as failed with the cause, and the summary is written before the error reaches the caller.
+        result = build_result(run_store, run_id, records, evs, mappings, ctx.info, scores=runner.scores,
+                              targets=runner.targets, aborted=str(exc))
+        _finish(run_store, run_id, result)
+        if output_path is not None:
+            result.write(output_path)
+        exc.result = result  # type: ignore[attr-defined]
+        raise
     except BaseException:
         run_store.set_status(run_id, "failed")
         raise
@@ -105,6 +120,7 @@ def evaluate(
     result = build_result(
         run_store, run_id, records, evs, mappings, ctx.info, scores=runner.scores, targets=runner.targets
     )
+    _finish(run_store, run_id, result)
     if output_path is not None:
         result.write(output_path)
     if fail_on_evaluator_errors and result.n_failed:
@@ -112,6 +128,15 @@ def evaluate(
             f"{result.n_failed} scores could not be obtained (run {run_id}); see the *_error columns"
         )
     return result
+
+
+def _finish(store: Store, run_id: str, result: EvaluationResult) -> None:
+    """Record the run's end: its status, the SDK metrics and the summary document."""
+    doc = {key: value for key, value in result.run.items() if key in ("usage", "judge", "unscored_metrics")}
+    store.finish_run(run_id, result.run["status"], result.metrics, {"summary": result.summary, **doc})
+    info = store.get_run(run_id)
+    if info is not None:
+        result.run.update(finished=info.finished)
 
 
 def _in_running_loop() -> bool:
@@ -181,7 +206,7 @@ class _Runner:
         workers: int | None,
     ) -> None:
         self.ctx = ctx
-        self.store: RunStore = ctx.store
+        self.store: Store = ctx.store
         self.records = records
         self.evs = evs
         self.mappings = mappings
@@ -189,9 +214,9 @@ class _Runner:
         self.progress = progress
         self.workers = workers
         self.targets: dict[int, tuple[dict[str, Any] | None, str | None]] = {}
-        self.scores: dict[tuple[int, str], tuple[dict[str, Any], dict[str, Any] | None]] = {}
-        """Scores produced by this call (as stored), so the result needs no read-back of the store."""
-        self._plans: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+        self.scores: dict[tuple[int, str], tuple[Outcome, dict[str, Any] | None]] = {}
+        """Outcomes produced by this call (as stored), so the result needs no read-back of the store."""
+        self._plans: dict[str, Plan] = {}
         self.done = 0
         self.total = 0
 
@@ -258,7 +283,7 @@ class _Runner:
         await asyncio.gather(*(call(i) for i in missing))
 
     # ------------------------------------------------------------------ inputs
-    def _plan(self, name: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    def _plan(self, name: str) -> Plan:
         plan = self._plans.get(name)
         if plan is None:
             plan = self._plans[name] = _direct_plan(self.evs[name], self.mappings.get(name, {}), self.target is not None)
@@ -269,7 +294,7 @@ class _Runner:
         target output of the wrong type)."""
         plan = self._plan(name)
         if plan:  # plain column lookups (validated before the run): no mapping, no target
-            return _direct_inputs(plan, self.records[i].data)
+            return direct_inputs(plan, self.records[i].data)
         ev = self.evs[name]
         target_out, target_error = self.targets.get(i, (None, None))
         if target_error:
@@ -292,54 +317,40 @@ class _Runner:
         pending = sum(len(todo[n]) for n in evs)
         if not pending:
             return
-        workers = self.workers if self.workers is not None else (os.cpu_count() or 1)
-        pool: Executor | None = None
-        if workers > 1 and pending >= PARALLEL_MIN_ROWS:
-            # Forked workers see the records as they are now (copy-on-write): chunks of plain rows are
-            # sent as row indices, not as pickled inputs.
-            _FORKED_RECORDS[self.ctx.run_id] = self.records
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+        executor = LocalExecutor(self.records, processes=default_processes(self.workers, pending, PARALLEL_MIN_ROWS))
         try:
             for name, ev in evs.items():
-                await self._run_sync_one(name, ev, todo[name], pool, workers)
+                await self._run_sync_one(name, ev, todo[name], executor)
         finally:
-            if pool is not None:
-                pool.shutdown(cancel_futures=True)
-                _FORKED_RECORDS.pop(self.ctx.run_id, None)
+            executor.close()
 
-    async def _run_sync_one(
-        self, name: str, ev: Evaluator, indices: list[int], pool: Executor | None, workers: int
-    ) -> None:
-        loop = asyncio.get_running_loop()
+    def _store_outcomes(self, name: str, pairs: list[tuple[int, Outcome]], encoded: list[str] | None) -> None:
+        records: list[tuple[int, Outcome | str, bool, None, list[Score]]] = []
+        scores = self.scores
+        for k, (i, out) in enumerate(pairs):
+            records.append((i, out if encoded is None else encoded[k], out.failed, None, out.scores))
+            scores[i, name] = (out, None)
+        self.store.put_scores(self.ctx.run_id, name, records)  # type: ignore[arg-type]
 
+    async def _run_sync_one(self, name: str, ev: Evaluator, indices: list[int], executor: Executor) -> None:
         plan = self._plan(name)
-        run_id = self.ctx.run_id
 
         async def one(chunk: list[int]) -> None:
             encoded: list[str] | None = None
-            if pool is not None and plan:
-                outs, encoded = await loop.run_in_executor(pool, _score_indices, ev, run_id, plan, chunk)
+            if executor.parallel and plan:
+                outs, encoded = await executor.score_indices(ev, plan, chunk)
                 pairs = list(zip(chunk, outs, strict=True))
             else:
                 prepared = [(i, self.inputs_for(name, i)) for i in chunk]
                 good = [(i, inp) for i, inp in prepared if isinstance(inp, dict)]
-                rows = [inp for _, inp in good]
-                if pool is not None:
-                    outs = await loop.run_in_executor(pool, _score_batch, ev, rows)
-                else:
-                    outs = await asyncio.to_thread(ev.score_batch, rows)
+                outs = await executor.score_batch(ev, [inp for _, inp in good])
                 by_idx = {i: out for (i, _), out in zip(good, outs, strict=True)}
                 pairs = [(i, by_idx[i] if isinstance(inp, dict) else ev.failure(str(inp))) for i, inp in prepared]
-            records: list[tuple[int, dict[str, Any] | str, bool, None]] = []
-            scores = self.scores
-            for k, (i, out) in enumerate(pairs):
-                records.append((i, out if encoded is None else encoded[k], is_failed(out), None))
-                scores[i, name] = (out, None)
-            self.store.put_scores(self.ctx.run_id, name, records)
+            self._store_outcomes(name, pairs, encoded)
             self._tick(len(chunk))
 
-        if pool is not None:  # large input: fixed chunks, a few in flight per worker process
-            in_flight = asyncio.Semaphore(max(1, workers) * 2)
+        if executor.parallel:  # large input: fixed chunks, a few in flight per worker process
+            in_flight = asyncio.Semaphore(max(1, self.workers or (os.cpu_count() or 1)) * 2)
 
             async def limited(chunk: list[int]) -> None:
                 async with in_flight:
@@ -370,23 +381,24 @@ class _Runner:
         if not queue:
             return
         n_workers = max(1, int(self.ctx.options.get("workers_async", 0)) or 4 * int(self.ctx.options.get("concurrency") or 32))
-        it = iter(queue)
 
-        async def worker() -> None:
-            for i, name in it:
-                ev = self.evs[name]
-                inputs = self.inputs_for(name, i)
-                usage: dict[str, Any] = {}
-                token = current_usage.set(usage)
-                try:
-                    out = await ev.ascore(inputs) if isinstance(inputs, dict) else ev.failure(inputs)
-                finally:
-                    current_usage.reset(token)
-                self.store.put_scores(self.ctx.run_id, name, [(i, out, is_failed(out), usage or None)])
-                self.scores[i, name] = (out, usage or None)
-                self._tick(1)
+        async def job(i: int, name: str) -> None:
+            ev = self.evs[name]
+            inputs = self.inputs_for(name, i)
+            usage: dict[str, Any] = {}
+            token = current_usage.set(usage)
+            try:
+                out = await ev.ascore(inputs) if isinstance(inputs, dict) else ev.failure(inputs)
+            finally:
+                current_usage.reset(token)
+            if usage and out.scores:
+                out.scores[0].usage = usage
+            self.store.put_scores(self.ctx.run_id, name, [(i, out, out.failed, usage or None, out.scores)])
+            self.scores[i, name] = (out, usage or None)
+            self._tick(1)
 
-        await asyncio.gather(*(worker() for _ in range(min(n_workers, len(queue)))))
+        executor = LocalExecutor(self.records)
+        await executor.run_jobs((functools.partial(job, i, n) for i, n in queue), min(n_workers, len(queue)))
 
 
 class _Prefixer:
@@ -417,60 +429,34 @@ def _direct_plan(
     return tuple((spec.name, (spec.name, *ALIASES.get(spec.name, ()))) for spec in ev.inputs)
 
 
-def _direct_inputs(plan: tuple[tuple[str, tuple[str, ...]], ...], data: Mapping[str, Any]) -> dict[str, Any]:
-    inputs: dict[str, Any] = {}
-    for key, candidates in plan:
-        for column in candidates:
-            value = data.get(column)
-            if value is not None:
-                inputs[key] = value
-                break
-    return inputs
-
-
-def _score_batch(ev: Evaluator, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Top-level so a process pool can run it."""
-    return ev.score_batch(rows)
-
-
-_FORKED_RECORDS: dict[str, list[Record]] = {}
-"""The records of runs using a forked process pool, by run id (inherited by the workers)."""
-
-
-def _score_indices(
-    ev: Evaluator, run_id: str, plan: tuple[tuple[str, tuple[str, ...]], ...], indices: list[int]
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """In a forked worker: score the rows ``indices`` of the run's records (plain column inputs);
-    the outputs, and the same encoded for the store (the parent process has less to do)."""
-    records = _FORKED_RECORDS[run_id]
-    outs = ev.score_batch([_direct_inputs(plan, records[i].data) for i in indices])
-    return outs, [encode_outputs(out) for out in outs]
-
-
 def build_result(
-    store: RunStore,
+    store: Store,
     run_id: str,
     records: list[Record],
     evs: Mapping[str, Evaluator],
     mappings: Mapping[str, Mapping[str, Ref]],
     extra_info: Mapping[str, Any] | None = None,
     *,
-    scores: Mapping[tuple[int, str], tuple[dict[str, Any], dict[str, Any] | None]] | None = None,
+    scores: Mapping[tuple[int, str], tuple[Outcome, dict[str, Any] | None]] | None = None,
     targets: Mapping[int, tuple[dict[str, Any] | None, str | None]] | None = None,
+    aborted: str | None = None,
 ) -> EvaluationResult:
-    """Assemble rows, metrics and summary, and record them as the run's end.
+    """Assemble rows, metrics and summary (reads the store, writes nothing).
 
-    ``scores`` and ``targets``: what the run just produced (as stored), when it covers every row and
-    evaluator; otherwise (a resumed run) everything is read back from the store."""
+    ``scores`` and ``targets``: what the run just produced, when it covers every row and evaluator;
+    otherwise (a resumed or aborted run) what is stored is read back. ``aborted``: the cause of a run
+    that stopped early; rows it left unscored count as failed with it (they are not stored, so a
+    resume scores them)."""
     if scores is None or len(scores) < len(records) * len(evs):
-        scores = store.get_scores(run_id)
+        scores = {**stored_outcomes(store, run_id, evs), **(scores or {})}
     if targets is None or len(targets) < len(records):
         targets = {r.idx: (r.target, r.target_error) for r in store.get_rows(run_id)}
     rows: list[dict[str, Any]] = []
-    per_eval: dict[str, list[dict[str, Any] | None]] = {name: [] for name in evs}
+    per_eval: dict[str, list[Outcome | None]] = {name: [] for name in evs}
     usage_total: dict[str, float] = {}
     prefixed = _Prefixer()
     heads = {name: f"outputs.{name}" for name in evs}
+    missing = 0
     for i, rec in enumerate(records):
         row: dict[str, Any] = prefixed("inputs", rec.data)
         target_out, target_error = targets.get(i, (None, None))
@@ -480,6 +466,10 @@ def build_result(
             row["outputs.target_error"] = target_error
         for name in evs:
             out, usage = scores.get((i, name), (None, None))
+            if out is None:
+                missing += 1
+                if aborted is not None:
+                    out = evs[name].failure(f"not scored: the run was stopped: {aborted}", kind="aborted")
             per_eval[name].append(out)
             if out is not None:
                 row.update(prefixed(heads[name], out))
@@ -489,37 +479,73 @@ def build_result(
         rows.append(row)
 
     corpus: dict[str, dict[str, float]] = {}
-    failed: dict[str, int] = {}
     has_target = any(t[0] is not None for t in targets.values())
     for name, ev in evs.items():
-        ok = [i for i, out in enumerate(per_eval[name]) if not is_failed(out)]
-        failed[name] = len(records) - len(ok)
-        if type(ev).corpus_metrics is not Evaluator.corpus_metrics:
-            plan = _direct_plan(ev, mappings.get(name, {}), has_target)
-            if plan:
-                ins = [_direct_inputs(plan, records[i].data) for i in ok]
-            else:
-                ins = [
-                    evaluator_inputs(ev, mappings.get(name, {}), records[i].data, targets.get(i, (None, None))[0])
-                    for i in ok
-                ]
-            corpus[name] = ev.corpus_metrics(ins, [per_eval[name][i] or {} for i in ok])
-    metrics, summary = aggregate(list(evs), per_eval, corpus, failed)
-
-    missing = sum(1 for outs in per_eval.values() for o in outs if o is None)
-    status = "completed" if missing == 0 else "incomplete"
-    store.finish_run(run_id, status, metrics, {"summary": summary, "usage": usage_total, **(extra_info or {})})
+        if type(ev).corpus_metrics is Evaluator.corpus_metrics:
+            continue
+        ok = [i for i, out in enumerate(per_eval[name]) if out is not None and not out.failed]
+        plan = _direct_plan(ev, mappings.get(name, {}), has_target)
+        if plan:
+            ins = [direct_inputs(plan, records[i].data) for i in ok]
+        else:
+            ins = [
+                evaluator_inputs(ev, mappings.get(name, {}), records[i].data, targets.get(i, (None, None))[0])
+                for i in ok
+            ]
+        corpus[name] = ev.corpus_metrics(ins, [per_eval[name][i] or Outcome([]) for i in ok])
+    metrics = sdk_metrics(list(evs), per_eval, corpus)
+    summary = summarize({name: ev.info for name, ev in evs.items()}, per_eval, corpus,
+                        {name: ev.aggregator_options() for name, ev in evs.items()})
+    unscored = [name for name, ev in evs.items() if not summary.get(f"{name}.{ev.info.key}", {}).get("n")]
+    any_failed = any(o is None or o.failed for outs in per_eval.values() for o in outs)
+    if aborted is not None:
+        status = "aborted"
+    elif missing:
+        status = "incomplete"
+    else:
+        status = "completed_with_failures" if any_failed else "completed"
     info = store.get_run(run_id)
-    assert info is not None
-    run = info.as_dict()
+    run = info.as_dict() if info is not None else {"id": run_id}
+    run["status"] = status
     run["usage"] = usage_total
+    run["unscored_metrics"] = unscored
     run.update(extra_info or {})
     return EvaluationResult(rows=rows, metrics=metrics, summary=summary, run=run)
 
 
+def stored_outcomes(
+    store: Store, run_id: str, evs: Mapping[str, Evaluator]
+) -> dict[tuple[int, str], tuple[Outcome, dict[str, Any] | None]]:
+    """The run's stored Outcomes: the typed score columns with the flat outputs beside them (rows
+    stored by a version without typed columns are read through :meth:`Evaluator.as_outcome`)."""
+    typed: dict[tuple[int, str], list[ScoreValue]] = {}
+    for sv in store.score_values(run_id):
+        typed.setdefault((sv.idx, sv.evaluator), []).append(sv)
+    out: dict[tuple[int, str], tuple[Outcome, dict[str, Any] | None]] = {}
+    for (idx, name), (outputs, usage) in store.get_scores(run_id).items():
+        ev = evs.get(name)
+        if ev is None:
+            continue
+        lines = typed.get((idx, name))
+        if lines is None:
+            out[idx, name] = (ev.as_outcome(outputs), usage)
+            continue
+        main = ev.info.key
+        lines.sort(key=lambda sv: sv.metric != main)  # the main score first
+        error = outputs.get(f"{ev.info.prefix}_error")
+        out[idx, name] = (Outcome([_score_of(sv, error) for sv in lines], outputs), usage)
+    return out
 
 
-def load_run_result(store: RunStore, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _score_of(sv: ScoreValue, error: Any) -> Score:
+    if sv.status is Status.OK:
+        return Score(sv.metric, sv.value, label=sv.label, passed=sv.passed)
+    from touchstone.scores import ErrorInfo
+
+    return Score.failed(sv.metric, ErrorInfo(sv.error_kind or ErrorKind.COMPUTATION.value, str(error or "failed")))
+
+
+def load_run_result(store: Store, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Stored metrics and summary document of a finished run (for ``touchstone show``)."""
     info = store.get_run(run_id)
     if info is None:

@@ -214,6 +214,10 @@ class Evaluator:
         """Everything needed to reproduce a score (provenance, stored with each run)."""
         return {"threshold": self.threshold}
 
+    def aggregator_options(self) -> dict[str, Any]:
+        """Options of the summary's aggregators (e.g. a safety metric's ``defect_level``)."""
+        return {}
+
     # ----------------------------------------------------------------- calling
     def __call__(self, **kwargs: Any) -> dict[str, Any]:
         """Score one row given as keyword inputs; the compatible SDK's flat dict."""

@@ -1,17 +1,40 @@
-"""Aggregation of stored per-row outputs: the SDK-compatible ``metrics`` dict and the richer
-``summary`` (mean, n, failures, 95% bootstrap interval, pass rate). No model calls: everything here is
-recomputable from stored scores."""
+"""Aggregation of a run's results: the compatible SDK's ``metrics`` dict, and the ``summary`` made
+from typed Scores (per score: n, failures, mean with its 95% bootstrap interval, pass rate, and
+whatever other aggregators the metric declares, with the direction of the score).
+
+The SDK's ``metrics`` are, as the SDK computes them, means of the numeric (and boolean) flat output
+keys; the summary never reads key names: it reads the Scores of each row's
+:class:`~touchstone.scores.Outcome` and the metric's :class:`~touchstone.evaluators.base.MetricInfo`.
+No model calls: everything here is recomputable from stored scores."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-BOOTSTRAP_RESAMPLES = 1000
-BOOTSTRAP_SEED = 20240607
+from touchstone.scores import Outcome, Status
+from touchstone.stats.aggregators import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    ScoreColumn,
+    bootstrap_ci,
+    get_aggregator,
+)
+
+if TYPE_CHECKING:
+    from touchstone.evaluators.base import MetricInfo
+
+__all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "BOOTSTRAP_SEED",
+    "bootstrap_ci",
+    "is_failed",
+    "sdk_metrics",
+    "summarize",
+]
 _EXCLUDED_SUFFIXES = ("_threshold", "_result")
 _ERROR_KEYS: dict[tuple[Any, ...], tuple[str, ...]] = {}
 
@@ -33,37 +56,6 @@ def is_failed(outputs: Mapping[str, Any] | None) -> bool:
         if len(_ERROR_KEYS) < 4096:  # outputs of one evaluator share a few shapes
             _ERROR_KEYS[shape] = error_keys
     return any(outputs[k] for k in error_keys) if error_keys else False
-
-
-def bootstrap_ci(
-    values: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, level: float = 0.95
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean; seeded, so the same values give the same interval.
-
-    Each resample draws ``n`` values with replacement. When the values take few distinct levels (pass
-    flags, 1-5 ratings, F1 of short answers) a resample is drawn as multinomial counts of the levels,
-    which has exactly the same distribution as drawing indices and costs O(levels) instead of O(n)."""
-    n = len(values)
-    if n == 0:
-        return (math.nan, math.nan)
-    if n == 1 or float(values.min()) == float(values.max()):
-        v = float(values[0])
-        return (v, v)
-    rng = np.random.default_rng(seed)
-    levels, counts = np.unique(values, return_counts=True)
-    if len(levels) * 16 <= n:
-        draws = rng.multinomial(n, counts / n, size=resamples)
-        means = draws @ levels / n
-    else:
-        means = np.empty(resamples)
-        chunk = max(1, min(resamples, 4_000_000 // n))  # bound memory to ~32 MB of indices
-        for start in range(0, resamples, chunk):
-            stop = min(resamples, start + chunk)
-            idx = rng.integers(0, n, size=(stop - start, n))
-            means[start:stop] = values[idx].mean(axis=1)
-    alpha = (1 - level) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha])
-    return (float(lo), float(hi))
 
 
 _MISSING = object()
@@ -88,68 +80,75 @@ def _keys_in_order(rows: Sequence[Mapping[str, Any] | None]) -> list[str]:
     return list(dict.fromkeys(k for shape in shapes for k in shape))
 
 
-def aggregate(
+def sdk_metrics(
     names: Sequence[str],
     outputs: Mapping[str, Sequence[Mapping[str, Any] | None]],
     corpus: Mapping[str, Mapping[str, float]] | None = None,
-    failed: Mapping[str, int] | None = None,
-) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
-    """Return ``(metrics, summary)`` for the evaluators ``names``.
-
-    ``outputs[name]`` holds each row's outputs (``None`` when the row has none). ``metrics`` follows
-    the compatible SDK: ``<name>.<key>`` -> mean of numeric (and boolean) outputs over the rows that
-    have one, thresholds and result labels excluded, plus ``<name>.binary_aggregate`` (share of all
-    rows that passed). ``summary`` adds, per numeric key, n, n_failed, the 95% CI and the pass rate.
-    ``failed`` (optional) gives the number of failed rows per evaluator when the caller already
-    counted them (:func:`is_failed` otherwise).
-    """
+) -> dict[str, float]:
+    """The compatible SDK's ``metrics``: ``<name>.<key>`` -> mean of the numeric (and boolean) flat
+    outputs over the rows that have one, thresholds, labels and errors excluded, plus
+    ``<name>.binary_aggregate`` (share of all rows that passed) and the corpus figures."""
     metrics: dict[str, float] = {}
-    summary: dict[str, dict[str, Any]] = {}
     for name in names:
         rows = outputs.get(name, [])
         total = len(rows)
-        n_failed = failed[name] if failed is not None and name in failed else sum(1 for r in rows if is_failed(r))
         keys = _keys_in_order(rows)
         result_keys = [k for k in keys if k.endswith("_result")]
         for key in keys:
             if key.endswith(_EXCLUDED_SUFFIXES) or key.endswith("_error"):
                 continue
-            values, has_bool = _numbers(rows, key)
-            if not values:
-                continue
-            arr = np.asarray(values, dtype=float)
-            mean = float(arr.mean())
-            metrics[f"{name}.{key}"] = mean
-            if has_bool:
-                continue  # booleans (m_passed) are in metrics, as the SDK has them, not in the summary
-            if _alias_of(key, name, summary):
-                continue  # m_score and gpt_m repeat m
-            entry: dict[str, Any] = {
-                "mean": mean,
-                "n": len(values),
-                "n_failed": n_failed,
-                "n_rows": total,
-                "ci95": list(bootstrap_ci(arr)),
-                "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
-            }
-            rkey = f"{key}_result"
-            if rkey not in result_keys and key.endswith("_score"):
-                rkey = f"{key[:-6]}_result"
-            if rkey in result_keys:
-                labels = [r[rkey] for r in rows if r and rkey in r]
-                entry["pass_rate"] = labels.count("pass") / len(labels) if labels else None
-                entry["n_passed"] = labels.count("pass")
-            summary[f"{name}.{key}"] = entry
+            values, _ = _numbers(rows, key)
+            if values:
+                metrics[f"{name}.{key}"] = float(np.asarray(values, dtype=float).mean())
         for rkey in result_keys:
             passes = sum(1 for r in rows if r and r.get(rkey) == "pass")
             metrics.setdefault(f"{name}.binary_aggregate", round(passes / total, 2) if total else 0.0)
         for key, value in (corpus or {}).get(name, {}).items():
             metrics[f"{name}.{key}"] = value
-            summary[f"{name}.{key}"] = {"value": value, "n": total - n_failed, "n_failed": n_failed, "corpus": True}
-    return metrics, summary
+    return metrics
 
 
-def _alias_of(key: str, name: str, summary: Mapping[str, Any]) -> bool:
-    if key.endswith("_score") and f"{name}.{key[:-6]}" in summary:
-        return True
-    return key.startswith("gpt_") and f"{name}.{key[4:]}" in summary
+def summarize(
+    infos: Mapping[str, MetricInfo],
+    outcomes: Mapping[str, Sequence[Outcome | None]],
+    corpus: Mapping[str, Mapping[str, float]] | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """The summary of each evaluator ``name`` (metadata ``infos[name]``, one Outcome or None per row):
+    one entry ``<name>.<score>`` per score the metric reports -- its main score always, even when
+    every row failed (then ``n`` is 0 and ``mean`` None) -- with ``n``, ``n_failed``, ``n_rows``,
+    ``higher_is_better`` and the figures of the metric's aggregators; then the corpus figures.
+    ``options[name]`` passes aggregator options (e.g. ``defect_level``)."""
+    summary: dict[str, dict[str, Any]] = {}
+    for name, info in infos.items():
+        rows = outcomes.get(name, [])
+        n_failed = sum(1 for o in rows if o is None or o.failed)
+        values: dict[str, list[float]] = {info.key: []}
+        passed: dict[str, list[bool]] = {}
+        for outcome in rows:
+            if outcome is None:
+                continue
+            for sc in outcome.scores:
+                if sc.status is not Status.OK or sc.value is None:
+                    continue
+                values.setdefault(sc.name, []).append(float(sc.value))
+                if sc.passed is not None:
+                    passed.setdefault(sc.name, []).append(bool(sc.passed))
+        for score_name, column in values.items():
+            col = ScoreColumn(
+                values=np.asarray(column, dtype=float),
+                passed=passed.get(score_name, []),
+                n_failed=n_failed,
+                n_rows=len(rows),
+                higher_is_better=info.direction(score_name),
+                options=(options or {}).get(name, {}),
+            )
+            entry: dict[str, Any] = {"n": len(column), "n_failed": n_failed, "n_rows": len(rows),
+                                     "higher_is_better": col.higher_is_better}
+            for agg in info.aggregators:
+                entry.update(get_aggregator(agg)(col))
+            summary[f"{name}.{score_name}"] = entry
+        for key, value in (corpus or {}).get(name, {}).items():
+            summary[f"{name}.{key}"] = {"value": value, "n": len(rows) - n_failed, "n_failed": n_failed,
+                                        "corpus": True, "higher_is_better": True}
+    return summary
