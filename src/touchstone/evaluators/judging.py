@@ -21,12 +21,15 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import Evaluator, Outputs, check_options, describe_exception
 from touchstone.evaluators.parsing import ParsedReply, Scale, parse_judge_reply
 from touchstone.evaluators.prompting import PromptTemplate, load_prompt
+from touchstone.judges.parsing import extract_json
 
 ScoreMode = Literal["sampled", "logprobs"]
 SCORE_MODES = ("sampled", "logprobs")
@@ -200,6 +203,95 @@ class Judgement:
 
 
 Check = Callable[[ParsedReply], str | None]
+T = TypeVar("T")
+Reader = Callable[[str], tuple[T | None, str | None]]
+"""Reads a reply's text: ``(value, None)`` when usable, ``(None, cause)`` when not."""
+
+
+@dataclass
+class Answer(Generic[T]):
+    """A judge's validated answer: the value read from its reply, the reply itself, whether a repair
+    request was needed (and why), and the provenance of the call."""
+
+    value: T
+    text: str
+    reply: Any
+    repaired: bool
+    repair_cause: str | None
+    properties: dict[str, Any]
+
+
+def model_reader(model: type[BaseModel]) -> Reader[BaseModel]:
+    """A reader validating the reply's JSON object against a pydantic model."""
+
+    def read(text: str) -> tuple[BaseModel | None, str | None]:
+        obj = extract_json(text)
+        if obj is None:
+            return None, "the reply holds no JSON object"
+        try:
+            return model.model_validate(obj), None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ())) or "the object"
+            return None, f"{where}: {first.get('msg', 'invalid')}"
+
+    return read
+
+
+async def ask(
+    client: Any,
+    prompt: PromptTemplate,
+    data: Mapping[str, str | None],
+    read: Reader[T],
+    *,
+    schema: Mapping[str, Any],
+    params: Mapping[str, Any] | None = None,
+    logprobs: bool = False,
+    top_logprobs: int | None = None,
+    max_tokens: int | None = None,
+    what: str = "answer",
+) -> Answer[T]:
+    """The one judge primitive every LLM-judged metric is built on.
+
+    Render ``prompt`` (the text under evaluation is delimited by the template), ask for a JSON object
+    following ``schema`` (the server's structured output where it has one, negotiated by the
+    session), read the reply with ``read``; a reply that cannot be used gets exactly one repair
+    request naming the problem, and if that fails too :class:`JudgeReplyError` is raised (the row is
+    recorded as failed with the cause, never with a guessed value). The client's own errors
+    propagate. Calls, tokens and cost are accounted by the session."""
+    messages = prompt.render(data, params)
+
+    async def send(msgs: list[dict[str, str]]) -> Any:
+        return await client.chat(
+            msgs, json_schema=dict(schema), schema_name=prompt.name, logprobs=logprobs, top_logprobs=top_logprobs,
+            max_tokens=max_tokens,
+        )
+
+    reply = await send(messages)
+    text = reply.text or ""
+    value, error = read(text)
+    repaired, first_error = False, error
+    if error is not None:
+        repair = load_prompt("repair").render({}, {"cause": error, "format": format_hint(schema)})
+        reply = await send([*messages, {"role": "assistant", "content": text}, *repair])
+        text = reply.text or ""
+        value, error = read(text)
+        repaired = True
+        if error is not None:
+            raise JudgeReplyError(
+                f"no usable {what} in the judge's reply: {error} (after one repair request; the first reply: {first_error})",
+                text,
+            )
+    props: dict[str, Any] = {
+        **prompt.provenance(),
+        "judge_model": getattr(reply, "model", "") or getattr(client, "model", ""),
+        "structured_output": bool(getattr(reply, "structured", False)),
+        "cached": bool(getattr(reply, "cached", False)),
+        "repaired": repaired,
+    }
+    if repaired:
+        props["repair_cause"] = first_error
+    return Answer(value, text, reply, repaired, first_error if repaired else None, props)  # type: ignore[arg-type]
 
 
 async def judge(
@@ -216,61 +308,31 @@ async def judge(
     check: Check | None = None,
     max_tokens: int | None = None,
 ) -> Judgement:
-    """Ask the judge once (plus one repair request when its reply yields no acceptable score).
-
-    ``check`` adds metric-specific validation of the parsed reply (a cause string when unusable).
-    Raises :class:`JudgeReplyError`; the client's own errors propagate."""
+    """A score on ``scale`` (1-5 ratings, 0-7 severities...) through :func:`ask`: the reply is read
+    with the tolerant score parser, ``check`` adds metric-specific validation of the parsed reply (a
+    cause string when unusable), and in ``score_mode="logprobs"`` the score is the probability-weighted
+    expectation over the scale's tokens. Raises :class:`JudgeReplyError`."""
     schema = dict(schema or score_schema(scale))
-    messages = prompt.render(data, params)
     want_lp = score_mode == "logprobs"
     top = min(MAX_TOP_LOGPROBS, len(scale.values) + 5) if want_lp else None
 
-    async def ask(msgs: list[dict[str, str]]) -> Any:
-        return await client.chat(
-            msgs, json_schema=schema, schema_name=prompt.name, logprobs=want_lp, top_logprobs=top, max_tokens=max_tokens
-        )
-
-    def parse(text: str) -> ParsedReply:
+    def read(text: str) -> tuple[ParsedReply | None, str | None]:
         parsed = parse_judge_reply(text, scale, score_keys=score_keys, require_json=require_json)
         if parsed.ok and check is not None:
             problem = check(parsed)
             if problem:
                 parsed.error = problem
-        return parsed
+        return (parsed, None) if parsed.ok else (None, parsed.error or "unusable reply")
 
-    reply = await ask(messages)
-    text = reply.text or ""
-    parsed = parse(text)
-    repaired = False
-    first_error = None
-    if not parsed.ok:
-        first_error = parsed.error
-        repair = load_prompt("repair").render({}, {"cause": parsed.error, "format": format_hint(schema)})
-        follow_up = [*messages, {"role": "assistant", "content": text}, *repair]
-        reply = await ask(follow_up)
-        text = reply.text or ""
-        parsed = parse(text)
-        repaired = True
-        if not parsed.ok:
-            raise JudgeReplyError(
-                f"no usable score in the judge's reply: {parsed.error} "
-                f"(after one repair request; the first reply: {first_error})",
-                text,
-            )
+    answer = await ask(client, prompt, data, read, schema=schema, params=params, logprobs=want_lp,
+                       top_logprobs=top, max_tokens=max_tokens, what="score")
+    parsed = answer.value
     assert parsed.score is not None
-    props: dict[str, Any] = {
-        **prompt.provenance(),
-        "judge_model": getattr(reply, "model", "") or getattr(client, "model", ""),
-        "structured_output": bool(getattr(reply, "structured", False)),
-        "cached": bool(getattr(reply, "cached", False)),
-        "repaired": repaired,
-    }
-    if repaired:
-        props["repair_cause"] = first_error
+    props = answer.properties
     score: float = parsed.score
     props["score_mode"] = "sampled"
     if want_lp:
-        exp = expected_score(getattr(reply, "logprobs", None), text, parsed.span, scale)
+        exp = expected_score(getattr(answer.reply, "logprobs", None), answer.text, parsed.span, scale)
         props["sampled_score"] = parsed.score
         if exp.score is not None:
             score = round(exp.score, 6)
@@ -441,12 +503,15 @@ async def gather_outputs(evaluator: Evaluator, coros: Sequence[Any]) -> list[Out
 
 
 __all__ = [
+    "Answer",
     "JudgeEvaluator",
     "JudgeReplyError",
     "Judgement",
+    "ask",
     "describe_exception",
     "expected_score",
     "judge",
+    "model_reader",
     "no_judge_error",
     "score_schema",
 ]

@@ -10,7 +10,7 @@ from typing import Any
 from touchstone.data.kinds import context_documents
 from touchstone.evaluators.base import InputSpec, Outputs
 from touchstone.evaluators.conversation import Turn
-from touchstone.evaluators.judging import JudgeEvaluator, JudgeReplyError, format_hint, score_schema
+from touchstone.evaluators.judging import JudgeEvaluator, ask, score_schema
 from touchstone.evaluators.prompting import PromptTemplate, format_documents, load_prompt
 from touchstone.evaluators.registry import register
 from touchstone.judges.parsing import json_objects
@@ -165,28 +165,16 @@ class RetrievalScoreEvaluator(JudgeEvaluator):
 
     async def _cover(self, history: str | None, query: str | None, docs: list[dict[str, Any]]) -> Outputs:
         prompt = load_prompt("retrieval_score")
-        messages = prompt.render({"history": history, "query": query, "documents": format_documents(docs)})
-        client = self.client()
-        last: list[Any] = []
 
-        async def ask(msgs: list[dict[str, str]]) -> str:
-            reply = await client.chat(msgs, json_schema=_INTENTS_SCHEMA, schema_name=prompt.name)
-            last.append(reply)
-            return reply.text or ""
+        def read(text: str) -> tuple[tuple[list[dict[str, Any]], str] | None, str | None]:
+            found, why, error = read_intents(text)
+            return (None, error) if error is not None or found is None else ((found, why), None)
 
-        text = await ask(messages)
-        intents, reason, error = read_intents(text)
-        repaired, first_error = False, error
-        if error:
-            repair = load_prompt("repair").render({}, {"cause": error, "format": format_hint(_INTENTS_SCHEMA)})
-            text = await ask([*messages, {"role": "assistant", "content": text}, *repair])
-            intents, reason, error = read_intents(text)
-            repaired = True
-            if error:
-                raise JudgeReplyError(
-                    f"no usable intent verdicts in the judge's reply: {error} (after one repair request; "
-                    f"the first reply: {first_error})", text,
-                )
+        answer = await ask(
+            self.client(), prompt, {"history": history, "query": query, "documents": format_documents(docs)},
+            read, schema=_INTENTS_SCHEMA, what="intent verdicts",
+        )
+        intents, reason = answer.value
         assert intents is not None
         yes = sum(1 for it in intents if it["verdict"] == "Yes")
         coverage = yes / len(intents)
@@ -195,18 +183,7 @@ class RetrievalScoreEvaluator(JudgeEvaluator):
             for k, it in enumerate(intents)
         )
         full_reason = f"{yes} of {len(intents)} intents covered. {verdicts}." + (f" {reason}" if reason else "")
-        reply = last[-1]
-        props = {
-            **prompt.provenance(),
-            "judge_model": getattr(reply, "model", "") or getattr(client, "model", ""),
-            "structured_output": bool(getattr(reply, "structured", False)),
-            "cached": bool(getattr(reply, "cached", False)),
-            "repaired": repaired,
-            "score_mode": "verdicts",
-            "intents": intents,
-        }
-        if repaired:
-            props["repair_cause"] = first_error
+        props = {**answer.properties, "score_mode": "verdicts", "intents": intents}
         return self.result(round(coverage_score(coverage), 6), reason=full_reason, properties=props,
                            retrieval_coverage=round(coverage, 6))
 
