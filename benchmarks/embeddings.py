@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> None:
     model = SentenceTransformer(path, device="cpu")
     model.encode(["warm up"])
     print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores, {platform.processor() or platform.machine()}"
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores, "
+        f"{platform.processor() or platform.machine()}"
     )
 
     report: dict[str, Any] = {

@@ -7,8 +7,8 @@ The fake OpenAI-compatible server (``tests/fakes/openai_server.py``, its own pro
 row may fail), then the compatible SDK's ``GroundednessEvaluator`` through its own ``evaluate()``
 (``azure-ai-evaluation``, run in its own virtual environment), pointed at the same server.
 
-    python benchmarks/judge_throughput.py [--rows 2000] [--sdk-rows 300] [--azure-python /tmp/azvenv/bin/python]
-        [--transports aiohttp,httpx]
+    python benchmarks/judge_throughput.py [--rows 2000] [--sdk-rows 300]
+        [--azure-python /tmp/azvenv/bin/python] [--transports aiohttp,httpx]
 
 Each tool's packages are imported before its clock starts (the SDK script imports
 ``azure.ai.evaluation`` first; here ``touchstone`` and ``openai``): the figures are the run, not
@@ -37,7 +37,9 @@ SDK_SCRIPT = r"""
 import json, sys, time, os
 from azure.ai.evaluation import GroundednessEvaluator, OpenAIModelConfiguration, evaluate
 args = json.loads(sys.argv[1])
-cfg = OpenAIModelConfiguration(type="openai", model="gpt-4o-mini", base_url=args["base_url"], api_key="sk-bench")
+cfg = OpenAIModelConfiguration(
+    type="openai", model="gpt-4o-mini", base_url=args["base_url"], api_key="sk-bench"
+)
 ev = GroundednessEvaluator(model_config=cfg)
 t = time.perf_counter()
 res = evaluate(data=args["data"], evaluators={"groundedness": ev}, output_path=args["out"])
@@ -102,7 +104,9 @@ def write_data(path: Path, n: int) -> None:
             }) + "\n")
 
 
-def run_touchstone(base_url: str, data: Path, concurrency: int, workdir: Path, transport: str) -> dict[str, Any]:
+def run_touchstone(
+    base_url: str, data: Path, concurrency: int, workdir: Path, transport: str
+) -> dict[str, Any]:
     import openai  # noqa: F401 - imported before the clock, like the SDK's packages
 
     from touchstone import evaluate
@@ -146,9 +150,12 @@ def client_cpu_per_call(base_url: str, transport: str, calls: int = 2000) -> dic
         async with judge_session(JudgeSettings(concurrency=CAP, cache=False, http_transport=transport)):
             client = get_judge_client(cfg)
             cpu, wall = time.process_time(), time.perf_counter()
-            await asyncio.gather(*(
-                client.chat([{"role": "user", "content": f"QUERY: q{i}\nRESPONSE: r{i}"}]) for i in range(calls)
-            ))
+            await asyncio.gather(
+                *(
+                    client.chat([{"role": "user", "content": f"QUERY: q{i}\nRESPONSE: r{i}"}])
+                    for i in range(calls)
+                )
+            )
             return time.process_time() - cpu, time.perf_counter() - wall
 
     cpu, wall = asyncio.run(run())
@@ -195,9 +202,13 @@ def run_ragas(python: str, base_url: str, data: Path, workdir: Path) -> dict[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=2000)
-    parser.add_argument("--sdk-rows", type=int, default=300, help="rows for the compatible SDK (it is slower)")
+    parser.add_argument(
+        "--sdk-rows", type=int, default=300, help="rows for the compatible SDK (it is slower)"
+    )
     parser.add_argument("--azure-python", default="/tmp/azvenv/bin/python")
     parser.add_argument("--skip-sdk", action="store_true")
     parser.add_argument("--ragas-python", default="/tmp/ragasvenv/bin/python",

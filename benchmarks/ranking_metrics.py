@@ -149,7 +149,8 @@ def main() -> None:
     if not args.skip_evaluate:
         t_ev = run_evaluate(rows)
         print(
-            f"touchstone evaluate() end to end (validation, store, summary): {t_ev:.2f} s ({args.queries / t_ev:,.0f} queries/s)"
+            f"touchstone evaluate() end to end (validation, store, summary): {t_ev:.2f} s "
+            f"({args.queries / t_ev:,.0f} queries/s)"
         )
 
 

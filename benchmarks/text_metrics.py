@@ -7,10 +7,12 @@ Three ways, on the same rows, in one run:
 2. the plain reference loop: per row, the SQuAD v1.1 f1 / exact-match functions, ``sacrebleu.sentence_bleu``,
    ``rouge_score``'s ``RougeScorer.score`` (built once), nltk's ``sentence_gleu`` on nltk word tokens,
    then ``sacrebleu.corpus_bleu`` once (the same outputs as 1);
-3. ``azure-ai-evaluation``'s evaluators of the same names, called directly and through its ``evaluate()`` (``F1ScoreEvaluator``, ``BleuScoreEvaluator``,
+3. ``azure-ai-evaluation``'s evaluators of the same names, called directly and through its
+   ``evaluate()`` (``F1ScoreEvaluator``, ``BleuScoreEvaluator``,
    ``RougeScoreEvaluator(rougeL)``, ``GleuScoreEvaluator``; the SDK has no exact-match evaluator), called
    per row in a subprocess with the SDK's virtual environment, on the same rows (``--sdk-rows`` takes
-   a subsample, extrapolated). Its BLEU/GLEU tokenizer needs nltk's punkt data, which is not installed and cannot be
+   a subsample, extrapolated). Its BLEU/GLEU tokenizer needs nltk's punkt data, which is not
+   installed and cannot be
    downloaded here, so ``nltk_tokenize`` is replaced by the data-free Treebank tokenizer (the same
    tokenizer touchstone uses; punkt's sentence splitting would only add time to the SDK's figure).
 
@@ -36,7 +38,88 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-WORDS = ["the", "a", "an", "of", "to", "in", "and", "is", "was", "for", "on", "with", "as", "by", "at", "from", "that", "this", "it", "be", "are", "or", "not", "have", "has", "lantern", "charge", "battery", "hours", "runs", "light", "bright", "trail", "camp", "tent", "stove", "fuel", "water", "filter", "pack", "weight", "grams", "ounces", "price", "dollars", "cheap", "expensive", "durable", "warranty", "years", "return", "policy", "ship", "canada", "days", "business", "order", "track", "review", "rating", "stars", "customer", "service", "support", "answer", "question", "Trailglow", "Nightjar", "300", "40", "12", "5-7", "model", "version", "new", "older", "better", "best", "longer", "shorter"]
+WORDS = [
+    "the",
+    "a",
+    "an",
+    "of",
+    "to",
+    "in",
+    "and",
+    "is",
+    "was",
+    "for",
+    "on",
+    "with",
+    "as",
+    "by",
+    "at",
+    "from",
+    "that",
+    "this",
+    "it",
+    "be",
+    "are",
+    "or",
+    "not",
+    "have",
+    "has",
+    "lantern",
+    "charge",
+    "battery",
+    "hours",
+    "runs",
+    "light",
+    "bright",
+    "trail",
+    "camp",
+    "tent",
+    "stove",
+    "fuel",
+    "water",
+    "filter",
+    "pack",
+    "weight",
+    "grams",
+    "ounces",
+    "price",
+    "dollars",
+    "cheap",
+    "expensive",
+    "durable",
+    "warranty",
+    "years",
+    "return",
+    "policy",
+    "ship",
+    "canada",
+    "days",
+    "business",
+    "order",
+    "track",
+    "review",
+    "rating",
+    "stars",
+    "customer",
+    "service",
+    "support",
+    "answer",
+    "question",
+    "Trailglow",
+    "Nightjar",
+    "300",
+    "40",
+    "12",
+    "5-7",
+    "model",
+    "version",
+    "new",
+    "older",
+    "better",
+    "best",
+    "longer",
+    "shorter",
+]
 
 
 def make_rows(n: int, seed: int = 20240607) -> list[dict[str, str]]:
@@ -143,8 +226,13 @@ def per_metric_costs(rows: list[dict[str, str]]) -> dict[str, float]:
     from touchstone.evaluators.text import ExactMatchEvaluator, F1ScoreEvaluator
 
     costs = {}
-    for name, ev in [("f1", F1ScoreEvaluator()), ("exact_match", ExactMatchEvaluator()), ("bleu", BleuScoreEvaluator()),
-                     ("rougeL", RougeScoreEvaluator("rougeL")), ("gleu", GleuScoreEvaluator())]:
+    for name, ev in [
+        ("f1", F1ScoreEvaluator()),
+        ("exact_match", ExactMatchEvaluator()),
+        ("bleu", BleuScoreEvaluator()),
+        ("rougeL", RougeScoreEvaluator("rougeL")),
+        ("gleu", GleuScoreEvaluator()),
+    ]:
         ev.score_batch(rows[:10])  # imports
         started = time.perf_counter()
         ev.score_batch(rows)
@@ -166,7 +254,9 @@ from azure.ai.evaluation._evaluators._bleu import _bleu
 from azure.ai.evaluation._evaluators._gleu import _gleu
 _bleu.nltk_tokenize = tokenize
 _gleu.nltk_tokenize = tokenize
-from azure.ai.evaluation import F1ScoreEvaluator, BleuScoreEvaluator, RougeScoreEvaluator, RougeType, GleuScoreEvaluator
+from azure.ai.evaluation import (
+    F1ScoreEvaluator, BleuScoreEvaluator, RougeScoreEvaluator, RougeType, GleuScoreEvaluator,
+)
 evs = [F1ScoreEvaluator(), BleuScoreEvaluator(), RougeScoreEvaluator(RougeType.ROUGE_L), GleuScoreEvaluator()]
 for ev in evs:
     ev(response="warm up", ground_truth="warm up")
@@ -213,8 +303,12 @@ def main() -> None:
     print(f"{len(rows)} rows, {os.cpu_count()} CPUs", flush=True)
 
     costs = per_metric_costs(rows[:5000])
-    print("per-row CPU of each metric (score_batch, one process): "
-          + ", ".join(f"{k} {v:.0f} us" for k, v in costs.items()) + f"; total {sum(costs.values()):.0f} us", flush=True)
+    print(
+        "per-row CPU of each metric (score_batch, one process): "
+        + ", ".join(f"{k} {v:.0f} us" for k, v in costs.items())
+        + f"; total {sum(costs.values()):.0f} us",
+        flush=True,
+    )
 
     t_ref, ref, ref_corpus = reference_loop(rows)
     print(f"reference loop: {t_ref:.1f} s, {len(rows) / t_ref:,.0f} rows/s", flush=True)
@@ -246,8 +340,12 @@ def main() -> None:
         sdk_rate = sdk["rows"] / sdk["seconds"]
         print(
             f"azure-ai-evaluation (f1, bleu, rougeL, gleu; {sdk['rows']} rows): {sdk['seconds']:.1f} s, "
-            f"{sdk_rate:,.0f} rows/s" + (f" -> {len(rows) / sdk_rate:.0f} s for {len(rows)} rows (extrapolated)"
-                                          if sdk["rows"] < len(rows) else "")
+            f"{sdk_rate:,.0f} rows/s"
+            + (
+                f" -> {len(rows) / sdk_rate:.0f} s for {len(rows)} rows (extrapolated)"
+                if sdk["rows"] < len(rows)
+                else ""
+            )
         )
         ev_rate = sdk["rows"] / sdk["evaluate_seconds"]
         print(

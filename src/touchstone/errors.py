@@ -43,7 +43,9 @@ class InputValidationError(ValueError):
         shown = self.problems[:MAX_REPORTED_PROBLEMS]
         lines = [str(p) for p in shown]
         if len(self.problems) > len(shown):
-            lines.append(f"... and {len(self.problems) - len(shown)} more problems ({len(self.problems)} in all).")
+            lines.append(
+                f"... and {len(self.problems) - len(shown)} more problems ({len(self.problems)} in all)."
+            )
         elif len(self.problems) > 1:
             lines.append(f"({len(self.problems)} problems in all.)")
         return "\n".join(lines)

@@ -20,7 +20,17 @@ def invoke(*args: str) -> tuple[int, str]:
 
 def test_eval_writes_rows_and_summary_then_show(tmp_path: Path) -> None:
     store = str(tmp_path / "runs.db")
-    code, output = invoke("eval", str(EXAMPLES / "qa.jsonl"), "-m", "f1_score,exact_match", "--out", str(tmp_path / "o"), "--store", store, "-q")
+    code, output = invoke(
+        "eval",
+        str(EXAMPLES / "qa.jsonl"),
+        "-m",
+        "f1_score,exact_match",
+        "--out",
+        str(tmp_path / "o"),
+        "--store",
+        store,
+        "-q",
+    )
     assert code == 0, output
     assert "f1_score" in output and "95% CI" in output
     rows = [json.loads(x) for x in (tmp_path / "o" / "rows.jsonl").read_text().splitlines()]
@@ -45,7 +55,19 @@ def test_min_gate_and_thresholds(tmp_path: Path) -> None:
     assert code == 0
     code, output = invoke("eval", data, "-m", "f1_score", "--min", "f1_score=0.99", "--store", store, "-q")
     assert code == 1 and "below the minimum" in output
-    code, output = invoke("eval", data, "-m", "f1_score", "--threshold", "f1_score=0.0", "--out", str(tmp_path / "o"), "--store", store, "-q")
+    code, output = invoke(
+        "eval",
+        data,
+        "-m",
+        "f1_score",
+        "--threshold",
+        "f1_score=0.0",
+        "--out",
+        str(tmp_path / "o"),
+        "--store",
+        store,
+        "-q",
+    )
     assert code == 0
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["summary"]["f1_score.f1_score"]["pass_rate"] == 1.0
@@ -56,7 +78,19 @@ def test_min_gate_and_thresholds(tmp_path: Path) -> None:
 def test_map_option(tmp_path: Path) -> None:
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"answer_text": "cat", "gold": "cat"}) + "\n")
-    code, output = invoke("eval", str(data), "-m", "f1_score", "--map", "response=answer_text,ground_truth=gold", "--store", str(tmp_path / "s.db"), "-q", "--min", "f1_score=1")
+    code, output = invoke(
+        "eval",
+        str(data),
+        "-m",
+        "f1_score",
+        "--map",
+        "response=answer_text,ground_truth=gold",
+        "--store",
+        str(tmp_path / "s.db"),
+        "-q",
+        "--min",
+        "f1_score=1",
+    )
     assert code == 0, output
 
 

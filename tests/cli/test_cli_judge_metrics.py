@@ -35,8 +35,15 @@ def judge_replies(fake: FakeOpenAIServer, score: int = 4) -> None:
     def handler(req: FakeRequest) -> str:
         schema = req.json_schema or {}
         if "intents" in schema.get("properties", {}):
-            return json.dumps({"intents": [{"intent": "a", "verdict": "Yes", "document_ids": ["kb-01"]},
-                                           {"intent": "b", "verdict": "No", "document_ids": []}], "reason": "half"})
+            return json.dumps(
+                {
+                    "intents": [
+                        {"intent": "a", "verdict": "Yes", "document_ids": ["kb-01"]},
+                        {"intent": "b", "verdict": "No", "document_ids": []},
+                    ],
+                    "reason": "half",
+                }
+            )
         reply = schema_instance(schema, prefer=score)
         reply["score"] = score
         return json.dumps(reply)
@@ -58,8 +65,19 @@ def test_qa_example_with_judge_metrics(fake_openai: FakeOpenAIServer, tmp_path: 
     judge_replies(fake_openai, score=4)
     out = tmp_path / "o"
     code, output = invoke(
-        "eval", str(EXAMPLES / "qa.jsonl"), "-m", ",".join(SINGLE), "--judge-model", "fake-judge",
-        "--judge-base-url", fake_openai.base_url, "--out", str(out), "--store", str(tmp_path / "runs.db"), "-q",
+        "eval",
+        str(EXAMPLES / "qa.jsonl"),
+        "-m",
+        ",".join(SINGLE),
+        "--judge-model",
+        "fake-judge",
+        "--judge-base-url",
+        fake_openai.base_url,
+        "--out",
+        str(out),
+        "--store",
+        str(tmp_path / "runs.db"),
+        "-q",
         env={"OPENAI_API_KEY": "sk-test-not-a-real-key-0000"},
     )
     assert code == 0, output
@@ -107,7 +125,9 @@ def test_chat_example_with_judge_metrics(fake_openai: FakeOpenAIServer, tmp_path
 
 def test_judge_metric_without_a_judge_is_a_clear_error(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     store = tmp_path / "runs.db"
-    code, output = invoke("eval", str(EXAMPLES / "qa.jsonl"), "-m", "f1_score,groundedness", "--store", str(store), "-q")
+    code, output = invoke(
+        "eval", str(EXAMPLES / "qa.jsonl"), "-m", "f1_score,groundedness", "--store", str(store), "-q"
+    )
     assert code == 2
     assert "metric groundedness needs a judge model" in output and "--judge-model" in output
     assert "OPENAI_API_KEY" in output and "Traceback" not in output
@@ -117,7 +137,9 @@ def test_judge_metric_without_a_judge_is_a_clear_error(fake_openai: FakeOpenAISe
 
 def test_metric_file(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     judge_replies(fake_openai, score=5)
-    (tmp_path / "checks.py").write_text("def mentions_hours(response):\n    return float('hour' in response)\n")
+    (tmp_path / "checks.py").write_text(
+        "def mentions_hours(response):\n    return float('hour' in response)\n"
+    )
     metrics = tmp_path / "metrics.yaml"
     metrics.write_text(textwrap.dedent("""
         metrics:
@@ -130,9 +152,23 @@ def test_metric_file(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
         """))
     out = tmp_path / "o"
     code, output = invoke(
-        "eval", str(EXAMPLES / "qa.jsonl"), "-m", "f1_score,politeness", "--metric-file", str(metrics),
-        "--threshold", "politeness=4", "--judge-model", "fake-judge", "--judge-base-url", fake_openai.base_url,
-        "--out", str(out), "--store", str(tmp_path / "runs.db"), "-q",
+        "eval",
+        str(EXAMPLES / "qa.jsonl"),
+        "-m",
+        "f1_score,politeness",
+        "--metric-file",
+        str(metrics),
+        "--threshold",
+        "politeness=4",
+        "--judge-model",
+        "fake-judge",
+        "--judge-base-url",
+        fake_openai.base_url,
+        "--out",
+        str(out),
+        "--store",
+        str(tmp_path / "runs.db"),
+        "-q",
         env={"OPENAI_API_KEY": "sk-test-not-a-real-key-0000"},
     )
     assert code == 0, output

@@ -49,7 +49,17 @@ def test_all_loaders_agree(tmp_path: Path) -> None:
     jsonl = tmp_path / "d.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
     csv = tmp_path / "d.csv"
-    pd.DataFrame([{**r, "ground_truth": json.dumps(r["ground_truth"]) if isinstance(r["ground_truth"], list) else r["ground_truth"]} for r in rows]).to_csv(csv, index=False)
+    pd.DataFrame(
+        [
+            {
+                **r,
+                "ground_truth": json.dumps(r["ground_truth"])
+                if isinstance(r["ground_truth"], list)
+                else r["ground_truth"],
+            }
+            for r in rows
+        ]
+    ).to_csv(csv, index=False)
     parquet = tmp_path / "d.parquet"
     pd.DataFrame(rows).to_parquet(parquet)
     results = [
@@ -62,7 +72,11 @@ def test_all_loaders_agree(tmp_path: Path) -> None:
 
 
 def test_aliases_question_and_answer(tmp_path: Path) -> None:
-    res = evaluate(data=[{"question": "q", "answer": "cat", "ground_truth": "cat"}], evaluators={"f1": F1ScoreEvaluator()}, store=tmp_path / "s.db")
+    res = evaluate(
+        data=[{"question": "q", "answer": "cat", "ground_truth": "cat"}],
+        evaluators={"f1": F1ScoreEvaluator()},
+        store=tmp_path / "s.db",
+    )
     assert res["rows"][0]["outputs.f1.f1_score"] == 1.0
     assert res["rows"][0]["inputs.answer"] == "cat"
 
@@ -73,7 +87,12 @@ def test_column_mapping_per_evaluator_and_default(tmp_path: Path) -> None:
         "default": {"column_mapping": {"response": "${data.a}", "ground_truth": "${data.gt}"}},
         "em": {"column_mapping": {"response": "${data.b}"}},
     }
-    res = evaluate(data=rows, evaluators={"f1": F1ScoreEvaluator(), "em": ExactMatchEvaluator()}, evaluator_config=config, store=tmp_path / "s.db")
+    res = evaluate(
+        data=rows,
+        evaluators={"f1": F1ScoreEvaluator(), "em": ExactMatchEvaluator()},
+        evaluator_config=config,
+        store=tmp_path / "s.db",
+    )
     assert res["rows"][0]["outputs.f1.f1_score"] == 1.0
     assert res["rows"][0]["outputs.em.exact_match"] == 0.0
 
@@ -114,7 +133,11 @@ def test_failures_are_counted_never_nan(tmp_path: Path) -> None:
             raise ValueError("cannot score")
         return {"score": 1.0}
 
-    rows = [{"response": "ok", "ground_truth": "x"}, {"response": "bad", "ground_truth": "x"}, {"response": "ok", "ground_truth": "x"}]
+    rows = [
+        {"response": "ok", "ground_truth": "x"},
+        {"response": "bad", "ground_truth": "x"},
+        {"response": "ok", "ground_truth": "x"},
+    ]
     res = evaluate(data=rows, evaluators={"fl": flaky}, store=tmp_path / "s.db")
     assert res.summary["fl.score"]["n"] == 2 and res.summary["fl.score"]["n_failed"] == 1
     assert res["metrics"]["fl.score"] == 1.0
@@ -135,11 +158,18 @@ def test_summary_interval_is_seeded_and_contains_mean(tmp_path: Path) -> None:
     assert e1 == r2.summary["f1.f1_score"]
     lo, hi = e1["ci95"]
     assert lo < e1["mean"] < hi
-    assert e1["pass_rate"] == pytest.approx(sum(r["outputs.f1.f1_score_result"] == "pass" for r in r1["rows"]) / 200)
+    assert e1["pass_rate"] == pytest.approx(
+        sum(r["outputs.f1.f1_score_result"] == "pass" for r in r1["rows"]) / 200
+    )
 
 
 def test_to_pandas_and_directory_output(tmp_path: Path) -> None:
-    res = evaluate(data=ROWS, evaluators={"f1": F1ScoreEvaluator()}, output_path=tmp_path / "out", store=tmp_path / "s.db")
+    res = evaluate(
+        data=ROWS,
+        evaluators={"f1": F1ScoreEvaluator()},
+        output_path=tmp_path / "out",
+        store=tmp_path / "s.db",
+    )
     frame = res.to_pandas()
     assert list(frame["outputs.f1.f1_score"]) == [1.0, 0.0]
     lines = (tmp_path / "out" / "rows.jsonl").read_text().splitlines()
@@ -160,11 +190,26 @@ def test_async_function_evaluator(tmp_path: Path) -> None:
 
 def test_mapping_errors(tmp_path: Path) -> None:
     with pytest.raises(InputValidationError, match="refers to a target"):
-        evaluate(data=ROWS, evaluators={"f1": F1ScoreEvaluator()}, evaluator_config={"f1": {"column_mapping": {"response": "${target.r}"}}}, store=tmp_path / "s.db")
+        evaluate(
+            data=ROWS,
+            evaluators={"f1": F1ScoreEvaluator()},
+            evaluator_config={"f1": {"column_mapping": {"response": "${target.r}"}}},
+            store=tmp_path / "s.db",
+        )
     with pytest.raises(InputValidationError, match="invalid column mapping"):
-        evaluate(data=ROWS, evaluators={"f1": F1ScoreEvaluator()}, evaluator_config={"f1": {"column_mapping": {"response": "response"}}}, store=tmp_path / "s.db")
+        evaluate(
+            data=ROWS,
+            evaluators={"f1": F1ScoreEvaluator()},
+            evaluator_config={"f1": {"column_mapping": {"response": "response"}}},
+            store=tmp_path / "s.db",
+        )
     with pytest.raises(InputValidationError, match="no evaluator named"):
-        evaluate(data=ROWS, evaluators={"f1": F1ScoreEvaluator()}, evaluator_config={"f2": {}}, store=tmp_path / "s.db")
+        evaluate(
+            data=ROWS,
+            evaluators={"f1": F1ScoreEvaluator()},
+            evaluator_config={"f2": {}},
+            store=tmp_path / "s.db",
+        )
 
 
 class _Double(Evaluator):

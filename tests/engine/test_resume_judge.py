@@ -39,13 +39,19 @@ def child(args: dict[str, Any]) -> subprocess.Popen[str]:
 
 def reference(server: FakeOpenAIServer, path: str, tmp_path: Path) -> list[dict[str, Any]]:
     model = {"model": "fake-judge", "base_url": server.base_url, "api_key": "sk-x"}
-    result = evaluate(data=path, evaluators={"judge": ToyJudgeEvaluator(model)}, store=tmp_path / "ref.db", cache=False)
+    result = evaluate(
+        data=path, evaluators={"judge": ToyJudgeEvaluator(model)}, store=tmp_path / "ref.db", cache=False
+    )
     return result.rows
 
 
 def asked(server: FakeOpenAIServer, start: int, query: str) -> int:
     """Requests for row ``query`` received since request number ``start``."""
-    return sum(1 for r in server.requests[start:] if r.body["messages"][-1]["content"].startswith(f"QUERY: {query}\n"))
+    return sum(
+        1
+        for r in server.requests[start:]
+        if r.body["messages"][-1]["content"].startswith(f"QUERY: {query}\n")
+    )
 
 
 def test_sigkill_after_a_reply_then_resume(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
@@ -54,8 +60,13 @@ def test_sigkill_after_a_reply_then_resume(fake_openai: FakeOpenAIServer, tmp_pa
     path = data(tmp_path)
     expected = reference(fake_openai, path, tmp_path)
     fake_openai.reset()
-    args = {"base_url": fake_openai.base_url, "store": str(tmp_path / "runs.db"), "cache": str(tmp_path / "c.db"),
-            "data": path, "kill_on": "question 20"}
+    args = {
+        "base_url": fake_openai.base_url,
+        "store": str(tmp_path / "runs.db"),
+        "cache": str(tmp_path / "c.db"),
+        "data": path,
+        "kill_on": "question 20",
+    }
 
     first = child(args)
     first.communicate(timeout=60)
@@ -86,8 +97,13 @@ def test_sigkill_from_outside_then_resume(fake_openai: FakeOpenAIServer, tmp_pat
     fake_openai.latency = 0.05
     path = data(tmp_path)
     expected = reference(fake_openai, path, tmp_path)
-    args = {"base_url": fake_openai.base_url, "store": str(tmp_path / "runs.db"), "cache": str(tmp_path / "c.db"),
-            "data": path, "concurrency": 2}
+    args = {
+        "base_url": fake_openai.base_url,
+        "store": str(tmp_path / "runs.db"),
+        "cache": str(tmp_path / "c.db"),
+        "data": path,
+        "concurrency": 2,
+    }
     first = child(args)
     store_path = tmp_path / "runs.db"
     deadline = time.monotonic() + 30

@@ -24,18 +24,37 @@ CHAT: dict[str, Any] = {
     "messages": [
         {"role": "system", "content": "You are the Trailhead Outfitters assistant."},
         {"role": "user", "content": "Do you ship to Canada?"},
-        {"role": "assistant", "content": "Yes, in 5-7 business days.",
-         "context": {"citations": [{"id": "doc-17", "title": "Shipping policy",
-                                    "content": "We ship to the US and Canada; Canada takes 5-7 business days."}]}},
+        {
+            "role": "assistant",
+            "content": "Yes, in 5-7 business days.",
+            "context": {
+                "citations": [
+                    {
+                        "id": "doc-17",
+                        "title": "Shipping policy",
+                        "content": "We ship to the US and Canada; Canada takes 5-7 business days.",
+                    }
+                ]
+            },
+        },
         {"role": "user", "content": "And how much does it cost?"},
-        {"role": "assistant", "content": "Shipping to Canada is free on every order.",
-         "context": {"citations": [{"id": "doc-18", "title": "Rates", "content": "Canada: $15 flat; free over $200."}]}},
+        {
+            "role": "assistant",
+            "content": "Shipping to Canada is free on every order.",
+            "context": {
+                "citations": [
+                    {"id": "doc-18", "title": "Rates", "content": "Canada: $15 flat; free over $200."}
+                ]
+            },
+        },
     ]
 }
 
 
 def blocks(text: str) -> dict[str, str]:
-    return {m.group(1): m.group(2) for m in re.finditer(r'<data name="(\w+)">\n(.*?)\n</data>', text, re.DOTALL)}
+    return {
+        m.group(1): m.group(2) for m in re.finditer(r'<data name="(\w+)">\n(.*?)\n</data>', text, re.DOTALL)
+    }
 
 
 def by_turn(fake: FakeOpenAIServer, replies: dict[str, dict[str, Any] | str]) -> list[FakeRequest]:
@@ -68,30 +87,50 @@ def test_split_turns() -> None:
 
 
 def test_split_turns_odd_shapes() -> None:
-    turns = split_turns({"messages": [
-        {"role": "assistant", "content": "Hi! How can I help?"},
-        {"role": "user", "content": "Part one."},
-        {"role": "user", "content": "Part two.", "context": "user-attached doc"},
-        {"role": "assistant", "content": "Answer.", "context": "plain string context", "ground_truth": "The answer."},
-    ]})
+    turns = split_turns(
+        {
+            "messages": [
+                {"role": "assistant", "content": "Hi! How can I help?"},
+                {"role": "user", "content": "Part one."},
+                {"role": "user", "content": "Part two.", "context": "user-attached doc"},
+                {
+                    "role": "assistant",
+                    "content": "Answer.",
+                    "context": "plain string context",
+                    "ground_truth": "The answer.",
+                },
+            ]
+        }
+    )
     assert turns[0].query is None and turns[0].history == []
     assert turns[1].query == "Part one.\n\nPart two."
     assert [d["content"] for d in turns[1].documents] == ["user-attached doc", "plain string context"]
     assert turns[1].ground_truth == "The answer."
 
 
-def test_groundedness_per_turn_and_minimum(fake_openai: FakeOpenAIServer, judge_config: dict[str, str]) -> None:
-    seen = by_turn(fake_openai, {
-        "5-7 business days": {"ungrounded_facts": [], "reason": "Matches the policy.", "score": 5},
-        "free on every order": {"ungrounded_facts": [{"fact": "free on every order", "problem": "contradicts"}],
-                                "reason": "The rates say $15 flat.", "score": 1},
-    })
+def test_groundedness_per_turn_and_minimum(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
+) -> None:
+    seen = by_turn(
+        fake_openai,
+        {
+            "5-7 business days": {"ungrounded_facts": [], "reason": "Matches the policy.", "score": 5},
+            "free on every order": {
+                "ungrounded_facts": [{"fact": "free on every order", "problem": "contradicts"}],
+                "reason": "The rates say $15 flat.",
+                "score": 1,
+            },
+        },
+    )
     out = GroundednessEvaluator(judge_config)(conversation=CHAT)
     assert len(seen) == 2
     prompts = {blocks(r.last_user)["response"]: blocks(r.last_user) for r in seen}
     p2 = prompts["Shipping to Canada is free on every order."]
     assert p2["query"] == "And how much does it cost?"
-    assert "user: Do you ship to Canada?" in p2["history"] and "assistant: Yes, in 5-7 business days." in p2["history"]
+    assert (
+        "user: Do you ship to Canada?" in p2["history"]
+        and "assistant: Yes, in 5-7 business days." in p2["history"]
+    )
     assert '[document id="doc-18" title="Rates"]' in p2["documents"] and "doc-17" not in p2["documents"]
     assert "doc-17" in prompts["Yes, in 5-7 business days."]["documents"]
     assert "ungrounded_facts" in seen[0].json_schema["properties"]  # type: ignore[index]
@@ -109,7 +148,9 @@ def test_groundedness_per_turn_and_minimum(fake_openai: FakeOpenAIServer, judge_
 
 
 @pytest.mark.parametrize(("how", "expected"), [("min", 2), ("mean", 3.5), ("max", 5)])
-def test_aggregation_is_selectable(fake_openai: FakeOpenAIServer, judge_config: dict[str, str], how: str, expected: float) -> None:
+def test_aggregation_is_selectable(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str], how: str, expected: float
+) -> None:
     by_turn(fake_openai, {"5-7 business days": {"ungrounded_facts": [], "reason": "a", "score": 5},
                           "free on every order": {"ungrounded_facts": [], "reason": "b", "score": 2}})
     out = GroundednessEvaluator(judge_config, conversation_aggregation=how)(conversation=CHAT)
@@ -117,33 +158,72 @@ def test_aggregation_is_selectable(fake_openai: FakeOpenAIServer, judge_config: 
     assert out["groundedness_result"] == ("pass" if expected >= 3 else "fail")
 
 
-def test_relevance_reference_answer_and_domain(fake_openai: FakeOpenAIServer, judge_config: dict[str, str]) -> None:
-    seen = by_turn(fake_openai, {
-        "5-7 business days": {"relevant_documents_found": True, "reference_answer": "Yes; 5-7 business days.",
-                              "reason": "Ideal.", "score": 5},
-        "free on every order": {"relevant_documents_found": True, "reference_answer": "$15 flat, free over $200.",
-                                "reason": "Wrong price.", "score": 2},
-    })
+def test_relevance_reference_answer_and_domain(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
+) -> None:
+    seen = by_turn(
+        fake_openai,
+        {
+            "5-7 business days": {
+                "relevant_documents_found": True,
+                "reference_answer": "Yes; 5-7 business days.",
+                "reason": "Ideal.",
+                "score": 5,
+            },
+            "free on every order": {
+                "relevant_documents_found": True,
+                "reference_answer": "$15 flat, free over $200.",
+                "reason": "Wrong price.",
+                "score": 2,
+            },
+        },
+    )
     out = RelevanceEvaluator(judge_config, domain="outdoor retail")(conversation=CHAT)
     assert "working in the domain of outdoor retail" in seen[0].messages[0]["content"]
     schema = seen[0].json_schema
-    assert schema is not None and list(schema["properties"]) == ["relevant_documents_found", "reference_answer", "reason", "score"]
+    assert schema is not None and list(schema["properties"]) == [
+        "relevant_documents_found",
+        "reference_answer",
+        "reason",
+        "score",
+    ]
     assert out["relevance"] == pytest.approx(3.5)  # mean by default for relevance
     assert out["evaluation_per_turn"]["relevance"] == [5, 2]
-    assert out["evaluation_per_turn"]["relevance_properties"][1]["reference_answer"] == "$15 flat, free over $200."
+    assert (
+        out["evaluation_per_turn"]["relevance_properties"][1]["reference_answer"]
+        == "$15 flat, free over $200."
+    )
 
 
-def test_relevance_is_5_when_no_relevant_document(fake_openai: FakeOpenAIServer, judge_config: dict[str, str]) -> None:
-    by_turn(fake_openai, {"": {"relevant_documents_found": False, "reference_answer": "", "reason": "Nothing relevant.",
-                               "score": 2}})
+def test_relevance_is_5_when_no_relevant_document(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
+) -> None:
+    by_turn(
+        fake_openai,
+        {
+            "": {
+                "relevant_documents_found": False,
+                "reference_answer": "",
+                "reason": "Nothing relevant.",
+                "score": 2,
+            }
+        },
+    )
     out = RelevanceEvaluator(judge_config)(conversation=CHAT)
     assert out["evaluation_per_turn"]["relevance"] == [5, 5]
     props = out["evaluation_per_turn"]["relevance_properties"][0]
     assert props["judge_score"] == 2 and props["score_mode"] == "rule"
 
 
-def test_relevance_with_no_documents_needs_no_call(fake_openai: FakeOpenAIServer, judge_config: dict[str, str]) -> None:
-    chat = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello! How can I help?"}]}
+def test_relevance_with_no_documents_needs_no_call(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
+) -> None:
+    chat = {
+        "messages": [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello! How can I help?"},
+        ]
+    }
     out = RelevanceEvaluator(judge_config)(conversation=chat)
     assert out["relevance"] == 5 and fake_openai.count == 0
     assert "no reference answer" in out["relevance_reason"]
@@ -151,8 +231,12 @@ def test_relevance_with_no_documents_needs_no_call(fake_openai: FakeOpenAIServer
 
 def test_relevance_with_ground_truth(fake_openai: FakeOpenAIServer, judge_config: dict[str, str]) -> None:
     seen = by_turn(fake_openai, {"": {"reason": "Contradicts the ground truth.", "score": 1}})
-    chat = {"messages": [{"role": "user", "content": "Shipping cost to Canada?"},
-                         {"role": "assistant", "content": "Free.", "ground_truth": "$15 flat; free over $200."}]}
+    chat = {
+        "messages": [
+            {"role": "user", "content": "Shipping cost to Canada?"},
+            {"role": "assistant", "content": "Free.", "ground_truth": "$15 flat; free over $200."},
+        ]
+    }
     out = RelevanceEvaluator(judge_config)(conversation=chat)
     assert blocks(seen[0].last_user)["ground_truth"] == "$15 flat; free over $200."
     assert "GROUND-TRUTH" in seen[0].messages[0]["content"]
@@ -161,7 +245,9 @@ def test_relevance_with_ground_truth(fake_openai: FakeOpenAIServer, judge_config
 
 
 @pytest.mark.parametrize("cls", [CoherenceEvaluator, FluencyEvaluator])
-def test_coherence_and_fluency_take_history(fake_openai: FakeOpenAIServer, judge_config: dict[str, str], cls: Any) -> None:
+def test_coherence_and_fluency_take_history(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str], cls: Any
+) -> None:
     seen = by_turn(fake_openai, {"5-7": {"reason": "a", "score": 4}, "free on": {"reason": "b", "score": 5}})
     out = cls(judge_config)(conversation=CHAT)
     m = cls.metric
@@ -175,9 +261,21 @@ def test_retrieval_metrics_per_turn(fake_openai: FakeOpenAIServer, judge_config:
         docs = blocks(req.last_user)["documents"]
         if "intents" in (req.json_schema or {}).get("properties", {}):
             verdict = "Yes" if "doc-17" in docs else "No"
-            return json.dumps({"intents": [{"intent": "x", "verdict": verdict, "document_ids": ["doc-17"] if verdict == "Yes" else []}],
-                               "reason": "r"})
-        return json.dumps({"documents": [], "intent": "i", "reason": "r", "score": 4 if "doc-17" in docs else 2})
+            return json.dumps(
+                {
+                    "intents": [
+                        {
+                            "intent": "x",
+                            "verdict": verdict,
+                            "document_ids": ["doc-17"] if verdict == "Yes" else [],
+                        }
+                    ],
+                    "reason": "r",
+                }
+            )
+        return json.dumps(
+            {"documents": [], "intent": "i", "reason": "r", "score": 4 if "doc-17" in docs else 2}
+        )
 
     fake_openai.handler = handler
     out = RetrievalScoreEvaluator(judge_config, conversation_aggregation="min")(conversation=CHAT)
@@ -196,7 +294,10 @@ def test_a_failed_turn_fails_the_conversation_and_keeps_the_others(
     ev = GroundednessEvaluator(judge_config)
     out = asyncio.run(ev.ascore({"conversation": CHAT}))
     assert "groundedness" not in out
-    assert out["groundedness_error"].startswith("turn 2 of 2: ") and "no usable score" in out["groundedness_error"]
+    assert (
+        out["groundedness_error"].startswith("turn 2 of 2: ")
+        and "no usable score" in out["groundedness_error"]
+    )
     assert out["groundedness_status"] == "failed"
     per_turn = out["evaluation_per_turn"]
     assert per_turn["groundedness"] == [5, None]
@@ -204,12 +305,17 @@ def test_a_failed_turn_fails_the_conversation_and_keeps_the_others(
     assert fake_openai.count == 3  # two turns, one repair request
 
 
-def test_conversation_rows_through_evaluate(fake_openai: FakeOpenAIServer, judge_config: dict[str, str], tmp_path: Any) -> None:
+def test_conversation_rows_through_evaluate(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str], tmp_path: Any
+) -> None:
     from touchstone import evaluate
 
     by_turn(fake_openai, {"5-7 business days": {"ungrounded_facts": [], "reason": "a", "score": 5},
                           "free on every order": {"ungrounded_facts": [], "reason": "b", "score": 3}})
-    rows = [CHAT, {"query": "Q?", "context": "Canada takes 5-7 business days.", "response": "5-7 business days"}]
+    rows = [
+        CHAT,
+        {"query": "Q?", "context": "Canada takes 5-7 business days.", "response": "5-7 business days"},
+    ]
     result = evaluate(data=rows, evaluators={"groundedness": GroundednessEvaluator(judge_config)},
                       store=tmp_path / "runs.db", output_path=tmp_path / "out")
     r0, r1 = result["rows"]

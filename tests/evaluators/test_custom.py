@@ -18,7 +18,9 @@ from touchstone.evaluators.custom import FunctionMetric, RubricEvaluator, functi
 
 
 def blocks(text: str) -> dict[str, str]:
-    return {m.group(1): m.group(2) for m in re.finditer(r'<data name="(\w+)">\n(.*?)\n</data>', text, re.DOTALL)}
+    return {
+        m.group(1): m.group(2) for m in re.finditer(r'<data name="(\w+)">\n(.*?)\n</data>', text, re.DOTALL)
+    }
 
 
 def record(fake: FakeOpenAIServer, reply: dict[str, Any]) -> list[FakeRequest]:
@@ -35,9 +37,19 @@ def record(fake: FakeOpenAIServer, reply: dict[str, Any]) -> list[FakeRequest]:
 def test_rubric_in_python(fake_openai: FakeOpenAIServer, judge_config: dict[str, str]) -> None:
     seen = record(fake_openai, {"reason": "Curt but polite.", "score": 7})
     ev = RubricEvaluator(
-        "politeness", "The response is courteous and respectful to the user.", model_config=judge_config,
-        inputs=["query", "response"], scale=(1, 10), threshold=6,
-        examples=[{"inputs": {"query": "Where is my order?", "response": "Figure it out."}, "score": 1, "reason": "Rude."}],
+        "politeness",
+        "The response is courteous and respectful to the user.",
+        model_config=judge_config,
+        inputs=["query", "response"],
+        scale=(1, 10),
+        threshold=6,
+        examples=[
+            {
+                "inputs": {"query": "Where is my order?", "response": "Figure it out."},
+                "score": 1,
+                "reason": "Rude.",
+            }
+        ],
         scale_guide={1: "rude", 10: "warm and respectful"},
     )
     out = ev(query="Where is my parcel?", response="It ships tomorrow.")
@@ -67,10 +79,20 @@ def test_rubric_out_of_its_scale_fails(fake_openai: FakeOpenAIServer, judge_conf
 def test_rubric_logprobs(fake_openai: FakeOpenAIServer, judge_config: dict[str, str]) -> None:
     text = '{"reason": "ok", "score": 2}'
     i = text.index("2}")
-    toks = [(text[:i], -0.01, []), ("2", math.log(0.5), [("2", math.log(0.5)), ("3", math.log(0.3)), ("1", math.log(0.2))]),
-            (text[i + 1 :], -0.01, [])]
+    toks = [
+        (text[:i], -0.01, []),
+        ("2", math.log(0.5), [("2", math.log(0.5)), ("3", math.log(0.3)), ("1", math.log(0.2))]),
+        (text[i + 1 :], -0.01, []),
+    ]
     fake_openai.handler = lambda req: Reply(content=text, logprobs=toks)
-    ev = RubricEvaluator("clarity", "Clear.", model_config=judge_config, inputs=["response"], scale=(1, 3), score_mode="logprobs")
+    ev = RubricEvaluator(
+        "clarity",
+        "Clear.",
+        model_config=judge_config,
+        inputs=["response"],
+        scale=(1, 3),
+        score_mode="logprobs",
+    )
     out = ev(response="Plain words.")
     assert out["clarity"] == pytest.approx(2 * 0.5 + 3 * 0.3 + 1 * 0.2)
     assert out["clarity_threshold"] == 2  # default: the middle of the scale
@@ -100,9 +122,16 @@ def test_rubric_needs_a_judge() -> None:
 
 def test_function_metric() -> None:
     m = FunctionMetric(lambda response: float("doc-" in response), name="cites", threshold=1)
-    assert m(response="see doc-17") == {"cites": 1.0, "cites_score": 1.0, "cites_passed": True, "cites_result": "pass",
-                                       "cites_reason": None, "cites_status": "completed", "cites_threshold": 1.0,
-                                       "cites_properties": None}
+    assert m(response="see doc-17") == {
+        "cites": 1.0,
+        "cites_score": 1.0,
+        "cites_passed": True,
+        "cites_result": "pass",
+        "cites_reason": None,
+        "cites_status": "completed",
+        "cites_threshold": 1.0,
+        "cites_properties": None,
+    }
     assert m(response="no source")["cites_result"] == "fail"
 
     @function_metric(threshold=0.5)
@@ -119,7 +148,9 @@ def _write(tmp_path: Path, text: str, name: str = "metrics.yaml") -> Path:
     return p
 
 
-def test_metrics_file_and_evaluate(fake_openai: FakeOpenAIServer, judge_config: dict[str, str], tmp_path: Path) -> None:
+def test_metrics_file_and_evaluate(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str], tmp_path: Path
+) -> None:
     _write(tmp_path, """
         def cites_a_document(response, context=None):
             return 1.0 if "Trailglow" in response else 0.0
@@ -142,11 +173,17 @@ def test_metrics_file_and_evaluate(fake_openai: FakeOpenAIServer, judge_config: 
     seen = record(fake_openai, {"reason": "Polite.", "score": 5})
     evs = metrics_from_file(path, model_config=judge_config)
     assert set(evs) == {"politeness", "names_product"}
-    rows = [{"query": "Which lantern?", "response": "The Trailglow 300."}, {"query": "Q", "response": "No idea."}]
+    rows = [
+        {"query": "Which lantern?", "response": "The Trailglow 300."},
+        {"query": "Q", "response": "No idea."},
+    ]
     result = evaluate(data=rows, evaluators=evs, store=tmp_path / "runs.db")
     r0, r1 = result["rows"]
     assert r0["outputs.politeness.politeness"] == 5 and r0["outputs.politeness.politeness_result"] == "pass"
-    assert r0["outputs.names_product.names_product"] == 1.0 and r1["outputs.names_product.names_product_result"] == "fail"
+    assert (
+        r0["outputs.names_product.names_product"] == 1.0
+        and r1["outputs.names_product.names_product_result"] == "fail"
+    )
     assert result["metrics"]["politeness.politeness"] == 5
     assert len(seen) == 2 and "Dismissive." in seen[0].messages[0]["content"]
     config = result.run["config"]["evaluators"]["politeness"]["options"]

@@ -30,9 +30,31 @@ PIECES = [
     "end.\"", "end.'", "end.)", "end.]", "end.>", "end.}",
 ]
 WHITESPACE = [" ", " ", " ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f"]
-NON_ASCII = ["café", "naïve", "Zürich", "東京", "日本語のテキストです。", "«guillemets»", "“curly”", "‘single’",
-             "„low“", "en–dash", "em—dash", "‒", "―", "\u00a0", "\u2009", "\u3000", "\u0085", "😀", "ſ", "K",
-             "İ", "ß", "x\u0301"]
+NON_ASCII = [
+    "café",
+    "naïve",
+    "Zürich",
+    "東京",
+    "日本語のテキストです。",
+    "«guillemets»",
+    "“curly”",
+    "‘single’",
+    "„low“",
+    "en–dash",
+    "em—dash",
+    "‒",
+    "―",
+    "\u00a0",
+    "\u2009",
+    "\u3000",
+    "\u0085",
+    "😀",
+    "ſ",
+    "K",
+    "İ",
+    "ß",
+    "x\u0301",
+]
 CONTROLS = ["\x00", "\x07", "\x08", "\x7f", "\x1b"]
 
 

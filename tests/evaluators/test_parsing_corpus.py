@@ -23,7 +23,11 @@ CORPUS: list[tuple[str, int | None]] = [
     # code fences
     ('```json\n{"reason": "good", "score": 5}\n```', 5),
     ('```\n{"reason": "weak", "score": 2}\n```', 2),
-    ('Here is my evaluation:\n```json\n{\n  "reason": "partly supported",\n  "score": 3\n}\n```\nLet me know!', 3),
+    (
+        'Here is my evaluation:\n```json\n{\n  "reason": "partly supported",\n'
+        '  "score": 3\n}\n```\nLet me know!',
+        3,
+    ),
     # prose around JSON
     ('Sure! {"reason": "The reply covers both aspects.", "score": 5} Hope this helps.', 5),
     ('After reviewing the context carefully, my verdict is {"reason": "x", "score": 1}.', 1),
@@ -160,7 +164,10 @@ def test_reason_and_span_are_kept() -> None:
 
 def test_require_json_refuses_prose() -> None:
     assert parse_judge_reply("Score: 4", require_json=True).ok is False
-    assert parse_judge_reply('{"reason": "r", "score": 4}', require_json=True).data == {"reason": "r", "score": 4}
+    assert parse_judge_reply('{"reason": "r", "score": 4}', require_json=True).data == {
+        "reason": "r",
+        "score": 4,
+    }
 
 
 def test_metric_named_field_is_accepted() -> None:

@@ -18,8 +18,18 @@ NAMES = sorted(p.stem for p in prompts_dir().glob("*.yaml"))
 
 def test_every_metric_has_its_prompt() -> None:
     assert set(NAMES) >= {
-        "groundedness", "groundedness_chat", "relevance", "relevance_chat", "relevance_ground_truth", "coherence",
-        "fluency", "similarity", "retrieval", "retrieval_score", "rubric", "repair",
+        "groundedness",
+        "groundedness_chat",
+        "relevance",
+        "relevance_chat",
+        "relevance_ground_truth",
+        "coherence",
+        "fluency",
+        "similarity",
+        "retrieval",
+        "retrieval_score",
+        "rubric",
+        "repair",
     }
 
 

@@ -274,7 +274,8 @@ def _dr_definition(case: dict[str, Any]) -> dict[str, float]:
     return {
         **zero,
         "ndcg@3": dcg(got) / dcg(ideal),
-        "xdcg@3": sum(25 * lab * 0.6 ** (r - 1) for r, lab in zip(range(1, 4), got, strict=False)) / (1 + 0.6 + 0.36),
+        "xdcg@3": sum(25 * lab * 0.6 ** (r - 1) for r, lab in zip(range(1, 4), got, strict=False))
+        / (1 + 0.6 + 0.36),
         "fidelity": weight(got) / weight(ideal) if weight(ideal) else 0.0,
         "top1_relevance": got[0],
         "top3_max_relevance": max(got[:3]),

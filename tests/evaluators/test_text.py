@@ -92,7 +92,10 @@ def test_f1_and_exact_match_equal_squad_definition(chunk: int) -> None:
         expected_f1 = max(squad_f1(g, pred) for g in truths)
         expected_em = max(squad_exact(g, pred) for g in truths)
         gt: str | list[str] = truths[0] if len(truths) == 1 else truths
-        assert f1(response=pred, ground_truth=gt)["f1_score"] == pytest.approx(expected_f1, abs=1e-12), (pred, truths)
+        assert f1(response=pred, ground_truth=gt)["f1_score"] == pytest.approx(expected_f1, abs=1e-12), (
+            pred,
+            truths,
+        )
         assert em(response=pred, ground_truth=gt)["exact_match"] == expected_em, (pred, truths)
 
 

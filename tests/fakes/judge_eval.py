@@ -44,7 +44,9 @@ def toy_judge_handler(request: FakeRequest) -> Reply:
     text = request.last_user
     response = text.split("RESPONSE:", 1)[1].strip() if "RESPONSE:" in text else text
     payload = json.dumps({"reason": f"judged {len(response)} characters", "score": expected_score(response)})
-    if request.json_schema is None:  # free text with the JSON inside, as a model without schema support writes
+    if (
+        request.json_schema is None
+    ):  # free text with the JSON inside, as a model without schema support writes
         return Reply(content=f"Here is my judgement:\n```json\n{payload}\n```")
     return Reply(content=payload)
 

@@ -81,7 +81,9 @@ class FakeRequest:
         """The system prompt: Anthropic's top-level ``system``, else the OpenAI system messages joined."""
         if self.api == "anthropic":
             return content_text(self.body.get("system") or "")
-        return "\n".join(content_text(m.get("content", "")) for m in self.messages if m.get("role") == "system")
+        return "\n".join(
+            content_text(m.get("content", "")) for m in self.messages if m.get("role") == "system"
+        )
 
     @property
     def prompt(self) -> str:
@@ -196,7 +198,10 @@ def schema_instance(schema: dict[str, Any], *, prefer: int = 4, root: dict[str, 
     if "const" in schema:
         return schema["const"]
     if kind == "object" or "properties" in schema:
-        return {k: schema_instance(v, prefer=prefer, root=root) for k, v in (schema.get("properties") or {}).items()}
+        return {
+            k: schema_instance(v, prefer=prefer, root=root)
+            for k, v in (schema.get("properties") or {}).items()
+        }
     if kind == "array":
         return [schema_instance(schema.get("items") or {"type": "string"}, prefer=prefer, root=root)]
     if kind in ("integer", "number"):
@@ -229,7 +234,8 @@ def prompt_schema(prompt: str) -> dict[str, Any] | None:
 
 def judge_handler(request: FakeRequest) -> str:
     """Default reply of a judge: an instance of the requested schema (``response_format``, or a JSON
-    schema written out in the prompt), else a JSON object with the usual judge keys (``reason``, ``score``, ``status``...) that both touchstone's and the compatible
+    schema written out in the prompt), else a JSON object with the usual judge keys (``reason``,
+    ``score``, ``status``...) that both touchstone's and the compatible
     SDK's parsers accept."""
     schema = request.json_schema or prompt_schema(request.prompt)
     if schema is not None:
@@ -442,7 +448,9 @@ class FakeOpenAIServer:
             with contextlib.suppress(Exception):
                 writer.close()
 
-    def _write(self, writer: asyncio.StreamWriter, status: int, payload: bytes, headers: dict[str, str]) -> None:
+    def _write(
+        self, writer: asyncio.StreamWriter, status: int, payload: bytes, headers: dict[str, str]
+    ) -> None:
         reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
                   429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
                   503: "Service Unavailable", 529: "Overloaded"}.get(status, "Status")
@@ -452,13 +460,21 @@ class FakeOpenAIServer:
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
 
     @staticmethod
-    def _error_body(message: str, code: str | None = None, param: str | None = None, kind: str = "invalid_request_error") -> bytes:
-        return json.dumps({"error": {"message": message, "type": kind, "param": param, "code": code}}).encode()
+    def _error_body(
+        message: str, code: str | None = None, param: str | None = None, kind: str = "invalid_request_error"
+    ) -> bytes:
+        return json.dumps(
+            {"error": {"message": message, "type": kind, "param": param, "code": code}}
+        ).encode()
 
     @staticmethod
     def _anthropic_error(status: int, message: str, kind: str | None = None) -> bytes:
         """An error body in Anthropic's shape: ``{"type": "error", "error": {"type", "message"}}``."""
-        kind = kind or ANTHROPIC_ERROR_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
+        kind = (
+            kind
+            or ANTHROPIC_ERROR_TYPES.get(status)
+            or ("api_error" if status >= 500 else "invalid_request_error")
+        )
         return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
 
     async def _respond(
@@ -468,20 +484,30 @@ class FakeOpenAIServer:
         path, query = url.path, url.query
         anthropic = _is_messages_path(path)
         if method == "GET" and path.endswith("/models"):
-            self._write(writer, 200, json.dumps({"object": "list", "data": [{"id": "fake-judge", "object": "model"}]}).encode(), {})
+            self._write(
+                writer,
+                200,
+                json.dumps({"object": "list", "data": [{"id": "fake-judge", "object": "model"}]}).encode(),
+                {},
+            )
             await writer.drain()
             return True
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
-            payload = self._anthropic_error(400, "request body is not JSON") if anthropic else self._error_body(
-                "request body is not JSON")
+            payload = (
+                self._anthropic_error(400, "request body is not JSON")
+                if anthropic
+                else self._error_body("request body is not JSON")
+            )
             self._write(writer, 400, payload, {})
             await writer.drain()
             return True
         if "/deployments/" in path:  # Azure: the deployment is the model
             body.setdefault("model", path.split("/deployments/", 1)[1].split("/", 1)[0])
-        key = hashlib.sha256(json.dumps({"p": path.rsplit("/", 1)[-1], "b": body}, sort_keys=True).encode()).hexdigest()
+        key = hashlib.sha256(
+            json.dumps({"p": path.rsplit("/", 1)[-1], "b": body}, sort_keys=True).encode()
+        ).hexdigest()
         with self._lock:
             attempt = self._attempts[key] = self._attempts.get(key, 0) + 1
         record = Recorded(path, body, attempt, None, None, key, headers, query)
@@ -494,12 +520,23 @@ class FakeOpenAIServer:
             record.status, record.fault = 429, None
             ra = self.retry_after
             if anthropic:  # Anthropic advertises the wait in retry-after only (here in decimal seconds)
-                self._write(writer, 429, self._anthropic_error(429, "Number of concurrent connections has exceeded "
-                                                               "your rate limit."), {"retry-after": f"{ra:g}"})
+                self._write(
+                    writer,
+                    429,
+                    self._anthropic_error(
+                        429, "Number of concurrent connections has exceeded your rate limit."
+                    ),
+                    {"retry-after": f"{ra:g}"},
+                )
             else:
-                self._write(writer, 429, self._error_body("Too many concurrent requests", "rate_limit_exceeded",
-                                                          kind="rate_limit_error"),
-                            {"retry-after-ms": str(int(ra * 1000)), "retry-after": str(max(1, math.ceil(ra)))})
+                self._write(
+                    writer,
+                    429,
+                    self._error_body(
+                        "Too many concurrent requests", "rate_limit_exceeded", kind="rate_limit_error"
+                    ),
+                    {"retry-after-ms": str(int(ra * 1000)), "retry-after": str(max(1, math.ceil(ra)))},
+                )
             await writer.drain()
             return True
         self.active += 1
@@ -522,7 +559,13 @@ class FakeOpenAIServer:
         return True
 
     def _answer(
-        self, path: str, body: dict[str, Any], headers: dict[str, str], attempt: int, key: str, record: Recorded
+        self,
+        path: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        attempt: int,
+        key: str,
+        record: Recorded,
     ) -> tuple[int, bytes, dict[str, str], str | None, float]:
         delay = self.latency + (self.rng.uniform(0, self.latency_jitter) if self.latency_jitter else 0.0)
         fault = self.faults.fault_for(key, attempt)
@@ -534,12 +577,23 @@ class FakeOpenAIServer:
         if fault in ("500", "502", "503"):
             return int(fault), self._error_body("injected server error", kind="server_error"), {}, None, delay
         if fault == "429":
-            return 429, self._error_body("Rate limit reached", "rate_limit_exceeded", kind="rate_limit_error"), {
-                "retry-after-ms": str(int(self.retry_after * 1000))}, None, 0.0
+            return (
+                429,
+                self._error_body("Rate limit reached", "rate_limit_exceeded", kind="rate_limit_error"),
+                {"retry-after-ms": str(int(self.retry_after * 1000))},
+                None,
+                0.0,
+            )
         if fault in ("hang", "drop"):
             return 0, b"", {}, fault, delay if fault == "drop" else 0.0
         if fault == "malformed":
-            return 200, b'{"id": "chatcmpl-x", "choices": [{"index": 0, "message": {"content": "trunc', {}, None, delay
+            return (
+                200,
+                b'{"id": "chatcmpl-x", "choices": [{"index": 0, "message": {"content": "trunc',
+                {},
+                None,
+                delay,
+            )
 
         request = FakeRequest("POST", path, headers, body, attempt)
         if path.endswith("/embeddings"):
@@ -561,8 +615,12 @@ class FakeOpenAIServer:
         if early is not None:
             return early
         if reply.status != 200:
-            payload = self._error_body(reply.error or f"HTTP {reply.status}", reply.error_code, reply.error_param,
-                                       "server_error" if reply.status >= 500 else "invalid_request_error")
+            payload = self._error_body(
+                reply.error or f"HTTP {reply.status}",
+                reply.error_code,
+                reply.error_param,
+                "server_error" if reply.status >= 500 else "invalid_request_error",
+            )
             return reply.status, payload, reply.headers, None, delay
         return 200, self._completion(body, reply), reply.headers, None, delay
 
@@ -570,7 +628,9 @@ class FakeOpenAIServer:
         """The handler's reply (or the injected schema violation), its latency, and the raw answer to
         send at once for a hang, a dropped connection or verbatim bytes (else None)."""
         if fault == "schema":
-            result: Reply | str | dict[str, Any] | None = Reply(content='{"verdict": "not what you asked for"}')
+            result: Reply | str | dict[str, Any] | None = Reply(
+                content='{"verdict": "not what you asked for"}'
+            )
         else:
             result = self.handler(request)
         reply = _as_reply(result)
@@ -587,7 +647,9 @@ class FakeOpenAIServer:
         contents = reply.content if isinstance(reply.content, list) else [reply.content or ""] * n
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages") or [])
         choices = []
-        for i, text in enumerate(contents[:n] if len(contents) >= n else contents + [contents[-1]] * (n - len(contents))):
+        for i, text in enumerate(
+            contents[:n] if len(contents) >= n else contents + [contents[-1]] * (n - len(contents))
+        ):
             choice: dict[str, Any] = {"index": i, "message": {"role": "assistant", "content": text},
                                       "finish_reason": "stop", "logprobs": None}
             if body.get("logprobs"):
@@ -596,26 +658,47 @@ class FakeOpenAIServer:
                     items = reply.logprobs
                 else:
                     items = [(t, -0.01, [(t, -0.01)]) for t in _tokens(text)]
-                choice["logprobs"] = {"content": [
-                    {"token": t, "logprob": lp, "bytes": list(t.encode()),
-                     "top_logprobs": [{"token": a, "logprob": alp, "bytes": list(a.encode())} for a, alp in top[:top_n]]}
-                    for t, lp, top in items
-                ]}
+                choice["logprobs"] = {
+                    "content": [
+                        {
+                            "token": t,
+                            "logprob": lp,
+                            "bytes": list(t.encode()),
+                            "top_logprobs": [
+                                {"token": a, "logprob": alp, "bytes": list(a.encode())}
+                                for a, alp in top[:top_n]
+                            ],
+                        }
+                        for t, lp, top in items
+                    ]
+                }
             choices.append(choice)
         completion = sum(max(1, len(c) // 4) for c in contents[:n])
         usage = reply.usage or (max(1, prompt_chars // 4), completion)
-        return json.dumps({
-            "id": f"chatcmpl-{self.rng.getrandbits(48):x}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model", "fake"),
-            "choices": choices,
-            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": usage[0] + usage[1]},
-        }).encode()
+        return json.dumps(
+            {
+                "id": f"chatcmpl-{self.rng.getrandbits(48):x}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "fake"),
+                "choices": choices,
+                "usage": {
+                    "prompt_tokens": usage[0],
+                    "completion_tokens": usage[1],
+                    "total_tokens": usage[0] + usage[1],
+                },
+            }
+        ).encode()
 
     # ------------------------------------------------------------------ Anthropic Messages API
     def _messages_answer(
-        self, path: str, body: dict[str, Any], headers: dict[str, str], attempt: int, fault: str | None, delay: float
+        self,
+        path: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        attempt: int,
+        fault: str | None,
+        delay: float,
     ) -> tuple[int, bytes, dict[str, str], str | None, float]:
         """``POST /v1/messages``: the same faults and handler as chat completions, Anthropic's shapes."""
         err = self._anthropic_error
@@ -629,7 +712,13 @@ class FakeOpenAIServer:
         if fault in ("hang", "drop"):
             return 0, b"", {}, fault, delay if fault == "drop" else 0.0
         if fault == "malformed":
-            return 200, b'{"id": "msg_x", "type": "message", "content": [{"type": "text", "text": "trunc', {}, None, delay
+            return (
+                200,
+                b'{"id": "msg_x", "type": "message", "content": [{"type": "text", "text": "trunc',
+                {},
+                None,
+                delay,
+            )
         problem = messages_problem(body, headers)
         if problem is not None:
             return problem[0], err(problem[0], problem[1]), {}, None, 0.0
@@ -638,7 +727,13 @@ class FakeOpenAIServer:
         if early is not None:
             return early
         if reply.status != 200:
-            return reply.status, err(reply.status, reply.error or f"HTTP {reply.status}", reply.error_code), reply.headers, None, delay
+            return (
+                reply.status,
+                err(reply.status, reply.error or f"HTTP {reply.status}", reply.error_code),
+                reply.headers,
+                None,
+                delay,
+            )
         text = reply.content[0] if isinstance(reply.content, list) else (reply.content or "")
         prompt_chars = len(content_text(body.get("system") or "")) + sum(
             len(content_text(m.get("content", ""))) for m in body.get("messages") or [])
@@ -671,8 +766,10 @@ def llama_cpp_format_error(kind: str) -> bytes:
     take: its route handler wraps the request model's validation error as an internal server error."""
     message = (
         "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
-        f"  Input should be 'text' or 'json_object' [type=literal_error, input_value='{kind}', input_type=str]"
-        if kind == "json_schema" else f"Unsupported response_format type: {kind}"
+        "  Input should be 'text' or 'json_object' "
+        f"[type=literal_error, input_value='{kind}', input_type=str]"
+        if kind == "json_schema"
+        else f"Unsupported response_format type: {kind}"
     )
     return json.dumps({"error": {"message": message, "type": "internal_server_error", "param": None,
                                  "code": None}}).encode()
@@ -688,7 +785,12 @@ def text_completions(body: dict[str, Any]) -> tuple[int, bytes, dict[str, str]]:
     the legacy OpenAI API return them): each prompt is tokenised by ``_tokens``; the first token has no
     log-probability (``None``), the others ``fake_token_logprob``. Nothing is generated."""
     if not body.get("echo") or body.get("logprobs") is None:
-        err = {"error": {"message": "this fake only echoes prompts: set echo and logprobs", "type": "invalid_request_error"}}
+        err = {
+            "error": {
+                "message": "this fake only echoes prompts: set echo and logprobs",
+                "type": "invalid_request_error",
+            }
+        }
         return 400, json.dumps(err).encode(), {}
     prompt = body.get("prompt")
     prompts = [prompt] if isinstance(prompt, str) else list(prompt or [])
@@ -701,9 +803,20 @@ def text_completions(body: dict[str, Any]) -> tuple[int, bytes, dict[str, str]]:
                         "logprobs": {"tokens": tokens, "token_logprobs": logprobs, "top_logprobs": None,
                                      "text_offset": offsets}})
     used = sum(len(c["logprobs"]["tokens"]) for c in choices)
-    return 200, json.dumps({"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()),
-                            "model": body.get("model", "fake"), "choices": choices,
-                            "usage": {"prompt_tokens": used, "completion_tokens": 0, "total_tokens": used}}).encode(), {}
+    return (
+        200,
+        json.dumps(
+            {
+                "id": "cmpl-fake",
+                "object": "text_completion",
+                "created": int(time.time()),
+                "model": body.get("model", "fake"),
+                "choices": choices,
+                "usage": {"prompt_tokens": used, "completion_tokens": 0, "total_tokens": used},
+            }
+        ).encode(),
+        {},
+    )
 
 
 def messages_problem(body: dict[str, Any], headers: dict[str, str]) -> tuple[int, str] | None:
@@ -725,12 +838,18 @@ def messages_problem(body: dict[str, Any], headers: dict[str, str]) -> tuple[int
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         return 400, "max_tokens: Input should be greater than or equal to 1"
     temperature = body.get("temperature")
-    if temperature is not None and (not isinstance(temperature, (int, float)) or not 0.0 <= temperature <= 1.0):
+    if temperature is not None and (
+        not isinstance(temperature, (int, float)) or not 0.0 <= temperature <= 1.0
+    ):
         return 400, "temperature: range: 0..1"
     system = body.get("system")
     if system is not None and not isinstance(system, (str, list)):
         return 400, "system: Input should be a valid string or list of text blocks"
-    messages = body.get("messages")
+    return _messages_list_problem(body.get("messages"))
+
+
+def _messages_list_problem(messages: Any) -> tuple[int, str] | None:
+    """Why the Messages API would reject the ``messages`` field, or None."""
     if not isinstance(messages, list):
         return 400, "messages: Field required"
     if not messages:
@@ -756,7 +875,9 @@ def _as_reply(result: Reply | str | dict[str, Any] | None) -> Reply:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8123)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
@@ -765,8 +886,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--retry-after", type=float, default=0.05, help="seconds advertised with a 429")
     parser.add_argument("--fault-rate", type=float, default=0.0)
     parser.add_argument("--no-json-schema", action="store_true", help="reject response_format json_schema")
-    parser.add_argument("--reject-format", action="append", default=[], choices=["json_schema", "json_object"],
-                        help="answer this response_format type with llama-cpp-python's HTTP 500 (repeatable)")
+    parser.add_argument(
+        "--reject-format",
+        action="append",
+        default=[],
+        choices=["json_schema", "json_object"],
+        help="answer this response_format type with llama-cpp-python's HTTP 500 (repeatable)",
+    )
     args = parser.parse_args(argv)
     server = FakeOpenAIServer(
         host=args.host,

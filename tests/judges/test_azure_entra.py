@@ -29,7 +29,11 @@ SCOPE = "https://cognitiveservices.azure.com/.default"
 DEPLOYMENT = "judge-dep"
 API_VERSION = "2024-10-21"
 ROWS = [
-    {"query": "Where is the Eiffel Tower?", "response": "It is in Paris.", "context": "The Eiffel Tower is in Paris."},
+    {
+        "query": "Where is the Eiffel Tower?",
+        "response": "It is in Paris.",
+        "context": "The Eiffel Tower is in Paris.",
+    },
     {"query": "How tall is it?", "response": "About 330 metres.", "context": "The tower is 330 metres tall."},
 ]
 
@@ -122,7 +126,9 @@ def auth_headers(server: FakeOpenAIServer) -> list[str | None]:
 
 
 # ---------------------------------------------------------------------------- what is sent
-async def test_token_provider_sends_bearer_and_no_api_key(server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_token_provider_sends_bearer_and_no_api_key(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", ENV_KEY)  # in the environment, but the provider wins
     cfg = entra(server, azure_ad_token_provider=lambda: TOKEN)
     async with judge_session(fast()):
@@ -193,7 +199,9 @@ def test_evaluate_stores_no_token(auth: str, server: FakeOpenAIServer, tmp_path:
     credential = Credential()
     kw = {"azure_ad_token_provider": lambda: TOKEN} if auth == "provider" else {"credential": credential}
     evaluator = create("groundedness", model_config=entra(server, **kw))
-    result = touchstone.evaluate(data=ROWS, evaluators={"grounded": evaluator}, store=tmp_path / "runs.db", **FAST_RUN)
+    result = touchstone.evaluate(
+        data=ROWS, evaluators={"grounded": evaluator}, store=tmp_path / "runs.db", **FAST_RUN
+    )
 
     assert result.n_failed == 0
     assert all(r["outputs.grounded.groundedness"] in (1, 2, 3, 4, 5) for r in result.rows)
@@ -232,7 +240,9 @@ async def test_401_message_holds_no_token(server: FakeOpenAIServer) -> None:
 
 def test_401_in_a_run_stops_it_and_stores_no_token(server: FakeOpenAIServer, tmp_path: Path) -> None:
     server.handler = lambda r: Reply(status=401, error=UNAUTHORIZED, error_code="401")
-    evaluator = create("groundedness", model_config=entra(server, azure_ad_token_provider=counting_provider()))
+    evaluator = create(
+        "groundedness", model_config=entra(server, azure_ad_token_provider=counting_provider())
+    )
     with pytest.raises(RunAbortedError) as info:
         touchstone.evaluate(data=ROWS * 10, evaluators={"grounded": evaluator}, store=tmp_path / "runs.db",
                             concurrency=2, **FAST_RUN)
@@ -260,7 +270,9 @@ async def test_no_key_token_provider_or_credential_aborts_with_what_to_set(serve
 def test_no_credentials_in_a_run(server: FakeOpenAIServer, tmp_path: Path) -> None:
     evaluator = create("groundedness", model_config=entra(server))
     with pytest.raises(RunAbortedError, match="no Azure OpenAI credentials"):
-        touchstone.evaluate(data=ROWS, evaluators={"grounded": evaluator}, store=tmp_path / "runs.db", **FAST_RUN)
+        touchstone.evaluate(
+            data=ROWS, evaluators={"grounded": evaluator}, store=tmp_path / "runs.db", **FAST_RUN
+        )
     assert server.count == 0
 
 
@@ -273,7 +285,9 @@ async def test_a_credential_that_cannot_give_a_token_stops_the_run(server: FakeO
 
     def provider() -> str:
         calls.append(1)
-        raise CredentialUnavailableError("DefaultAzureCredential failed to retrieve a token from the included credentials")
+        raise CredentialUnavailableError(
+            "DefaultAzureCredential failed to retrieve a token from the included credentials"
+        )
 
     async with judge_session(fast()) as session:
         client = get_judge_client(entra(server, azure_ad_token_provider=provider))
@@ -287,7 +301,9 @@ async def test_a_credential_that_cannot_give_a_token_stops_the_run(server: FakeO
     assert server.count == 0 and len(calls) == 1 and session.aborted is not None
 
 
-def test_a_failing_credential_stops_a_run_instead_of_failing_every_row(server: FakeOpenAIServer, tmp_path: Path) -> None:
+def test_a_failing_credential_stops_a_run_instead_of_failing_every_row(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
     class Broken:
         def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
             raise CredentialUnavailableError("no managed identity endpoint found")
@@ -309,8 +325,12 @@ async def test_an_empty_token_stops_the_run(token: str | None, server: FakeOpenA
 
 
 async def test_missing_endpoint_or_deployment_is_a_configuration_error(server: FakeOpenAIServer) -> None:
-    no_endpoint = AzureOpenAIModelConfiguration(azure_deployment=DEPLOYMENT, azure_ad_token_provider=lambda: TOKEN)
-    no_deployment = AzureOpenAIModelConfiguration(azure_endpoint=server.endpoint, azure_ad_token_provider=lambda: TOKEN)
+    no_endpoint = AzureOpenAIModelConfiguration(
+        azure_deployment=DEPLOYMENT, azure_ad_token_provider=lambda: TOKEN
+    )
+    no_deployment = AzureOpenAIModelConfiguration(
+        azure_endpoint=server.endpoint, azure_ad_token_provider=lambda: TOKEN
+    )
     async with judge_session(fast()):
         with pytest.raises(ConfigurationError, match=r"azure_endpoint \(or \$AZURE_OPENAI_ENDPOINT\)"):
             await get_judge_client(no_endpoint).chat(msgs("a"))

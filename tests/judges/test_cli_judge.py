@@ -40,7 +40,9 @@ def judge_args(server: FakeOpenAIServer, store: Path) -> list[str]:
             "--store", str(store)]
 
 
-def test_dry_run(fake_openai: FakeOpenAIServer, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dry_run(
+    fake_openai: FakeOpenAIServer, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     result = cli(str(data), *judge_args(fake_openai, tmp_path / "runs.db"), "--dry-run")
     assert result.exit_code == 0, result.output
@@ -53,7 +55,9 @@ def test_bad_key_stops_with_one_message(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     fake_openai.handler = lambda r: Reply(status=401, error=f"Incorrect API key provided: {KEY}")
-    result = cli(str(data), *judge_args(fake_openai, tmp_path / "runs.db"), "--concurrency", "2", "--no-cache")
+    result = cli(
+        str(data), *judge_args(fake_openai, tmp_path / "runs.db"), "--concurrency", "2", "--no-cache"
+    )
     assert result.exit_code != 0
     assert result.output.count("authentication failed") == 1 and KEY not in result.output
     assert fake_openai.count <= 2
@@ -73,8 +77,13 @@ def test_resume_finishes_an_interrupted_run(
     fake_openai.handler = interrupting
     model = OpenAIModelConfiguration("fake-judge", base_url=fake_openai.base_url)
     with pytest.raises(KeyboardInterrupt):
-        evaluate(data=str(data), evaluators={"groundedness": registry.create("groundedness", model_config=model)},
-                 store=store, concurrency=1, cache=False)
+        evaluate(
+            data=str(data),
+            evaluators={"groundedness": registry.create("groundedness", model_config=model)},
+            store=store,
+            concurrency=1,
+            cache=False,
+        )
     (run,) = RunStore(store).list_runs()
     assert run.status == "interrupted"
     done = RunStore(store).count_scores(run.id)

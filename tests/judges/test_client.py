@@ -48,7 +48,9 @@ def cfg(fake_openai: FakeOpenAIServer) -> OpenAIModelConfiguration:
     return OpenAIModelConfiguration("fake-judge", api_key=KEY, base_url=fake_openai.base_url)
 
 
-async def test_plain_call_structured_and_usage(cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer) -> None:
+async def test_plain_call_structured_and_usage(
+    cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer
+) -> None:
     usage: dict[str, Any] = {}
     token = current_usage.set(usage)
     try:
@@ -92,7 +94,9 @@ def test_unknown_transport_is_a_configuration_error(monkeypatch: pytest.MonkeyPa
 
 
 @pytest.mark.parametrize("kind", ["429", "500", "502", "503", "hang", "drop", "malformed", "schema"])
-async def test_each_fault_kind_is_retried(kind: str, cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer) -> None:
+async def test_each_fault_kind_is_retried(
+    kind: str, cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer
+) -> None:
     fake_openai.faults = FaultPlan(rate=1.0, kinds=(kind,), attempts=2)
     fake_openai.hang_seconds = 5
     usage: dict[str, Any] = {}
@@ -127,11 +131,21 @@ async def test_retries_are_bounded(cfg: OpenAIModelConfiguration, fake_openai: F
         (403, "not allowed", None, "permission denied"),
         (404, "The model `fake-judge` does not exist", "model_not_found", "not found"),
         (400, "Unrecognized request argument supplied: foo", None, "rejected as invalid"),
-        (429, "You exceeded your current quota, please check your plan", "insufficient_quota", "quota exhausted"),
+        (
+            429,
+            "You exceeded your current quota, please check your plan",
+            "insufficient_quota",
+            "quota exhausted",
+        ),
     ],
 )
 async def test_fatal_errors_abort_without_retry_or_key(
-    status: int, message: str, code: str | None, cause: str, cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer
+    status: int,
+    message: str,
+    code: str | None,
+    cause: str,
+    cfg: OpenAIModelConfiguration,
+    fake_openai: FakeOpenAIServer,
 ) -> None:
     fake_openai.handler = lambda r: Reply(status=status, error=message, error_code=code)
     async with judge_session(fast()) as session:
@@ -148,7 +162,9 @@ async def test_fatal_errors_abort_without_retry_or_key(
     assert session.aborted is not None
 
 
-async def test_content_filter_fails_only_the_row(cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer) -> None:
+async def test_content_filter_fails_only_the_row(
+    cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer
+) -> None:
     def handler(r: FakeRequest) -> Reply:
         if "bad" in r.last_user:
             return Reply(status=400, error="The response was filtered", error_code="content_filter")
@@ -163,7 +179,9 @@ async def test_content_filter_fails_only_the_row(cfg: OpenAIModelConfiguration, 
     assert session.aborted is None and fake_openai.count == 2
 
 
-async def test_structured_output_fallback(cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer) -> None:
+async def test_structured_output_fallback(
+    cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer
+) -> None:
     fake_openai.supports_json_schema = False  # json_schema: HTTP 400 naming response_format
     fake_openai.rejected_formats = frozenset({"json_object"})  # json_object: llama.cpp's HTTP 500
     async with judge_session(fast()) as session:
@@ -193,12 +211,17 @@ async def test_logprobs_and_n(cfg: OpenAIModelConfiguration, fake_openai: FakeOp
     assert body["logprobs"] is True and body["top_logprobs"] == 2 and body["n"] == 2
 
 
-async def test_logprobs_dropped_when_unsupported(cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer) -> None:
+async def test_logprobs_dropped_when_unsupported(
+    cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer
+) -> None:
     fake_openai.supports_logprobs = False
     async with judge_session(fast()):
         reply = await get_judge_client(cfg).chat(msgs("a"), logprobs=True, top_logprobs=3)
     assert reply.logprobs is None and reply.text
-    assert "logprobs" not in fake_openai.requests[-1].body and "top_logprobs" not in fake_openai.requests[-1].body
+    assert (
+        "logprobs" not in fake_openai.requests[-1].body
+        and "top_logprobs" not in fake_openai.requests[-1].body
+    )
 
 
 async def test_reasoning_model_params(fake_openai: FakeOpenAIServer) -> None:
@@ -210,11 +233,17 @@ async def test_reasoning_model_params(fake_openai: FakeOpenAIServer) -> None:
     assert body["max_completion_tokens"] == 500 and body["seed"] == 7
 
 
-async def test_max_tokens_switches_when_rejected(cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer) -> None:
+async def test_max_tokens_switches_when_rejected(
+    cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer
+) -> None:
     def handler(r: FakeRequest) -> Reply:
         if "max_tokens" in r.body:
-            return Reply(status=400, error="Unsupported parameter: 'max_tokens' is not supported with this model. "
-                         "Use 'max_completion_tokens' instead.", error_param="max_tokens")
+            return Reply(
+                status=400,
+                error="Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.",
+                error_param="max_tokens",
+            )
         return Reply(content="ok")
 
     fake_openai.handler = handler
@@ -247,7 +276,9 @@ async def test_cache_hits_and_in_flight_sharing(fake_openai: FakeOpenAIServer, t
     assert len({r.text for r in replies}) == 1
     async with judge_session(settings) as s2:
         again = await get_judge_client(cfg).chat(msgs("same"))
-        other = await get_judge_client(cfg).chat(msgs("same"), max_tokens=10)  # another parameter: another entry
+        other = await get_judge_client(cfg).chat(
+            msgs("same"), max_tokens=10
+        )  # another parameter: another entry
     assert again.cached and again.text == replies[0].text and not other.cached
     assert fake_openai.count == 2 and s2.stats["calls"] == 1
     raw = (tmp_path / "c.db").read_bytes()
@@ -280,7 +311,9 @@ async def test_embeddings_batched_and_cached(fake_openai: FakeOpenAIServer, tmp_
     assert again == vectors[:5] and fake_openai.count == 3
 
 
-async def test_standalone_client_outside_a_run(cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer) -> None:
+async def test_standalone_client_outside_a_run(
+    cfg: OpenAIModelConfiguration, fake_openai: FakeOpenAIServer
+) -> None:
     client = get_judge_client(cfg, settings=fast())
     reply = await client.chat(msgs("z"), json_schema=SCHEMA)
     assert parse_score(reply) and fake_openai.count == 1

@@ -18,7 +18,10 @@ FAST = {"timeout": 0.5, "judge_settings": {"backoff_base": 0.001, "backoff_max":
 
 
 def rows(n: int) -> list[dict[str, str]]:
-    return [{"query": f"question {i}", "response": " ".join([f"answer number {i}"] * (1 + i % 3))} for i in range(n)]
+    return [
+        {"query": f"question {i}", "response": " ".join([f"answer number {i}"] * (1 + i % 3))}
+        for i in range(n)
+    ]
 
 
 def config(server: FakeOpenAIServer) -> dict[str, str]:
@@ -77,7 +80,9 @@ def test_authentication_error_stops_the_run(fake_openai: FakeOpenAIServer, tmp_p
     entry = partial.summary["judge.toy_judge"]
     assert entry["n"] == 0 and entry["n_failed"] == 200
     assert stored_run.summary is not None and stored_run.summary["summary"]
-    assert all("the run was stopped" in str(v) for r in partial.rows for k, v in r.items() if k.endswith("_error"))
+    assert all(
+        "the run was stopped" in str(v) for r in partial.rows for k, v in r.items() if k.endswith("_error")
+    )
     assert KEY.encode() not in (tmp_path / "runs.db").read_bytes()
 
 

@@ -13,7 +13,10 @@ from touchstone.judges.parsing import extract_json, json_objects
         ('{"score": 4, "reason": "ok"}', {"score": 4, "reason": "ok"}),
         ('```json\n{"score": 2}\n```', {"score": 2}),
         ('Here you go:\n```\n{"score": 3}\n```\nThanks.', {"score": 3}),
-        ('I think {"score": 5, "reason": "a {brace} inside"} is right.', {"score": 5, "reason": "a {brace} inside"}),
+        (
+            'I think {"score": 5, "reason": "a {brace} inside"} is right.',
+            {"score": 5, "reason": "a {brace} inside"},
+        ),
         ("{'score': 1, 'ok': True}", {"score": 1, "ok": True}),
         ('{"score": 4, "flag": true,}', {"score": 4, "flag": True}),
         ('{"a": {"b": 1}}', {"a": {"b": 1}}),

@@ -40,7 +40,12 @@ from touchstone.judges.providers.base import classify_status
 
 KEY = "sk-test-secret-key-abcdef123456"
 FAST = {"timeout": 2.0, "judge_settings": {"backoff_base": 0.001, "backoff_max": 0.01}}
-SENT = {"model": "m", "messages": [], "response_format": {"type": "json_schema", "json_schema": {}}, "seed": 1}
+SENT = {
+    "model": "m",
+    "messages": [],
+    "response_format": {"type": "json_schema", "json_schema": {}},
+    "seed": 1,
+}
 
 
 def settings(**kw: Any) -> JudgeSettings:
@@ -60,13 +65,20 @@ def err(message: str, code: str | None = None, param: str | None = None) -> dict
         (503, err("overloaded"), TransientError, "transient"),
         (400, err("filtered", "content_filter"), RowRejected, "row"),
         (400, err("This model's maximum context length is 8192 tokens"), RowRejected, "row"),
-        (400, err("Unrecognized request argument supplied: seed", param="seed"), UnsupportedParameter, "unsupported"),
+        (
+            400,
+            err("Unrecognized request argument supplied: seed", param="seed"),
+            UnsupportedParameter,
+            "unsupported",
+        ),
         (401, err("Incorrect API key"), FatalProviderError, "fatal"),
         (404, err("The model does not exist"), FatalProviderError, "fatal"),
         (400, err("Unrecognized request argument supplied: foo"), FatalProviderError, "fatal"),
     ],
 )
-def test_classification_gives_the_error_class(status: int, body: dict[str, Any], cls: type, kind: str) -> None:
+def test_classification_gives_the_error_class(
+    status: int, body: dict[str, Any], cls: type, kind: str
+) -> None:
     error = classify_status(status, body, {"retry-after-ms": "250"}, SENT)
     assert type(error) is cls and isinstance(error, ProviderError)
     assert error.kind == kind and error.status == status
@@ -144,11 +156,15 @@ def test_varying_first_faults_keep_their_retries(fake_openai: FakeOpenAIServer, 
     fake_openai.faults = FaultPlan(rate=1.0, kinds=("500", "502", "503"), attempts=2, seed=1)
     result = run(fake_openai, tmp_path, concurrency=8)
     assert result.n_failed == 0
-    assert [r.get("outputs.judge.toy_judge") for r in result.rows] == [expected_score(f"answer {i}") for i in range(20)]
+    assert [r.get("outputs.judge.toy_judge") for r in result.rows] == [
+        expected_score(f"answer {i}") for i in range(20)
+    ]
 
 
 # --------------------------------------------------------------------------- prompt log-probabilities
-async def test_completions_logprobs_through_the_session(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+async def test_completions_logprobs_through_the_session(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
     fake_openai.faults = FaultPlan(rate=1.0, kinds=("503",), attempts=1)
     cfg = OpenAIModelConfiguration("fake-lm", api_key=KEY, base_url=fake_openai.base_url)
     prompts = ["the cat sat", "on the mat", "the cat sat"]
@@ -164,7 +180,11 @@ async def test_completions_logprobs_through_the_session(fake_openai: FakeOpenAIS
     calls = [r for r in fake_openai.requests if r.path.endswith("/completions")]
     assert len(calls) == 2 and calls[-1].body["prompt"] == ["the cat sat", "on the mat"]  # one 503, one retry
     assert calls[-1].body["echo"] is True and calls[-1].body["max_tokens"] == 0
-    assert session.stats["retries"] == 1 and session.stats["cache_hits"] == 2 and session.stats["prompt_tokens"] > 0
+    assert (
+        session.stats["retries"] == 1
+        and session.stats["cache_hits"] == 2
+        and session.stats["prompt_tokens"] > 0
+    )
 
 
 async def test_completions_without_prompt_logprobs_stop_the_run(

@@ -20,7 +20,15 @@ from touchstone.judges.limiter import TokenBucket
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("1s", 1.0), ("6m0s", 360.0), ("20ms", 0.02), ("1.5", 1.5), ("1h2m3s", 3723.0), ("0.5s", 0.5), ("soon", None)],
+    [
+        ("1s", 1.0),
+        ("6m0s", 360.0),
+        ("20ms", 0.02),
+        ("1.5", 1.5),
+        ("1h2m3s", 3723.0),
+        ("0.5s", 0.5),
+        ("soon", None),
+    ],
 )
 def test_parse_duration(text: str, seconds: float | None) -> None:
     assert parse_duration(text) == (pytest.approx(seconds) if seconds is not None else None)
@@ -37,8 +45,12 @@ def test_retry_after_headers_in_order_of_precedence() -> None:
 
 
 def test_exhausted_window_pause() -> None:
-    assert exhausted_pause({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "300ms"}) == pytest.approx(0.3)
-    assert exhausted_pause({"x-ratelimit-remaining-requests": "12", "x-ratelimit-reset-requests": "1s"}) is None
+    assert exhausted_pause(
+        {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "300ms"}
+    ) == pytest.approx(0.3)
+    assert (
+        exhausted_pause({"x-ratelimit-remaining-requests": "12", "x-ratelimit-reset-requests": "1s"}) is None
+    )
     assert exhausted_pause({}) is None
 
 
@@ -61,10 +73,16 @@ def _timed(server: FakeOpenAIServer, handler: Any) -> list[float]:
     "headers",
     [{"retry-after-ms": "400"}, {"retry-after": "1"}, {"x-ratelimit-reset-requests": "400ms"}],
 )
-async def test_a_429_is_retried_after_the_wait_the_server_asks(fake_openai: FakeOpenAIServer, headers: dict[str, str]) -> None:
+async def test_a_429_is_retried_after_the_wait_the_server_asks(
+    fake_openai: FakeOpenAIServer, headers: dict[str, str]
+) -> None:
     arrivals = _timed(
         fake_openai,
-        lambda r: Reply(status=429, error="Rate limit reached", headers=headers) if r.attempt == 1 else judge_handler(r),
+        lambda r: (
+            Reply(status=429, error="Rate limit reached", headers=headers)
+            if r.attempt == 1
+            else judge_handler(r)
+        ),
     )
     wait = retry_after_seconds(headers) or 0
     async with judge_session(JudgeSettings(cache=False, backoff_base=0.001)) as session:
@@ -76,7 +94,9 @@ async def test_a_429_is_retried_after_the_wait_the_server_asks(fake_openai: Fake
 async def test_an_exhausted_window_pauses_the_next_request(fake_openai: FakeOpenAIServer) -> None:
     def handler(r: FakeRequest) -> Reply:
         first = r.attempt == 1 and "first" in r.prompt
-        headers = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "400ms"} if first else {}
+        headers = (
+            {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "400ms"} if first else {}
+        )
         return Reply(content=judge_handler(r), headers=headers)
 
     arrivals = _timed(fake_openai, handler)

@@ -43,7 +43,9 @@ def check_scores(result: Any, n: int = 20) -> None:
     ]
 
 
-def test_llama_cpp_server_gets_json_object_with_the_schema(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+def test_llama_cpp_server_gets_json_object_with_the_schema(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
     fake_openai.rejected_formats = frozenset({"json_schema"})
     result = run(fake_openai, tmp_path)
     check_scores(result)
@@ -52,7 +54,9 @@ def test_llama_cpp_server_gets_json_object_with_the_schema(fake_openai: FakeOpen
     assert all(r.body["response_format"]["schema"] == SCHEMA for r in fake_openai.requests[1:])
     assert [r.status for r in fake_openai.requests] == [500] + [200] * 20
     model = result.run["judge"]["models"][0]
-    assert model["structured_output"] == "json_object" and "response_format" not in model["unsupported_params"]
+    assert (
+        model["structured_output"] == "json_object" and "response_format" not in model["unsupported_params"]
+    )
     assert result.run["judge"]["stats"]["retries"] == 0
 
 
@@ -65,7 +69,9 @@ def test_server_taking_neither_format_gets_plain_text(fake_openai: FakeOpenAISer
     assert model["structured_output"] == "text" and "response_format" in model["unsupported_params"]
 
 
-def test_server_taking_json_schema_decides_it_on_the_first_reply(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+def test_server_taking_json_schema_decides_it_on_the_first_reply(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
     result = run(fake_openai, tmp_path)
     check_scores(result)
     assert formats(fake_openai) == ["json_schema"] * 20
@@ -84,7 +90,9 @@ def test_negotiation_survives_transient_faults(fake_openai: FakeOpenAIServer, tm
 
 
 @pytest.mark.parametrize("status", [400, 422])
-async def test_a_4xx_naming_response_format_also_falls_back(status: int, fake_openai: FakeOpenAIServer) -> None:
+async def test_a_4xx_naming_response_format_also_falls_back(
+    status: int, fake_openai: FakeOpenAIServer
+) -> None:
     from tests.fakes.openai_server import FakeRequest, Reply
 
     def handler(r: FakeRequest) -> Reply:
@@ -98,8 +106,12 @@ async def test_a_4xx_naming_response_format_also_falls_back(status: int, fake_op
     async with judge_session(settings) as session:
         client = get_judge_client(cfg)
         replies = await asyncio.gather(
-            *(client.chat([{"role": "user", "content": f"RESPONSE: r{i}"}], json_schema=SCHEMA, validate=parse_score)
-              for i in range(10))
+            *(
+                client.chat(
+                    [{"role": "user", "content": f"RESPONSE: r{i}"}], json_schema=SCHEMA, validate=parse_score
+                )
+                for i in range(10)
+            )
         )
     assert all(reply.structured for reply in replies)  # llama.cpp's dialect still constrains the output
     assert [parse_score(r)[0] for r in replies] == [expected_score(f"r{i}") for i in range(10)]

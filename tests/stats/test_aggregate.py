@@ -16,7 +16,9 @@ from touchstone.scores import ErrorInfo, Outcome, Score
 from touchstone.stats.aggregate import bootstrap_ci, is_failed, sdk_metrics, summarize
 
 
-def _reference(names: list[str], outputs: dict[str, list[dict[str, Any] | None]]) -> tuple[dict[str, float], dict[str, Any]]:
+def _reference(
+    names: list[str], outputs: dict[str, list[dict[str, Any] | None]]
+) -> tuple[dict[str, float], dict[str, Any]]:
     """The SDK's aggregation, written out: mean of numeric/boolean values per key (NaN, text and
     missing values skipped; thresholds, labels and errors excluded), binary_aggregate from labels."""
 
@@ -62,7 +64,12 @@ def _random_outputs(rng: random.Random, n: int) -> list[dict[str, Any] | None]:
             out.append({"m_error": "ValueError: bad"})
         else:
             value: Any = rng.choice([rng.random(), rng.randint(1, 5), float("nan"), 0.0, 1, None, "n/a"])
-            row: dict[str, Any] = {"m": value, "m_score": value, "m_result": rng.choice(["pass", "fail"]), "m_threshold": 3}
+            row: dict[str, Any] = {
+                "m": value,
+                "m_score": value,
+                "m_result": rng.choice(["pass", "fail"]),
+                "m_threshold": 3,
+            }
             if rng.random() < 0.5:
                 row["m_passed"] = rng.random() < 0.5
             if rng.random() < 0.3:
@@ -134,7 +141,11 @@ def test_is_failed() -> None:
 
 def test_bootstrap_is_seeded_and_brackets_the_mean() -> None:
     rng = np.random.default_rng(0)
-    for values in (rng.random(500), rng.integers(1, 6, 500).astype(float), (rng.random(2000) < 0.3).astype(float)):
+    for values in (
+        rng.random(500),
+        rng.integers(1, 6, 500).astype(float),
+        (rng.random(2000) < 0.3).astype(float),
+    ):
         lo, hi = bootstrap_ci(values)
         assert (lo, hi) == bootstrap_ci(values)
         assert lo < values.mean() < hi

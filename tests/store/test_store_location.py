@@ -84,7 +84,9 @@ def test_store_path_from_the_environment_is_explicit(tmp_path: Path, monkeypatch
         RunStore()
 
 
-def test_explicit_cache_path_that_cannot_be_used_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_explicit_cache_path_that_cannot_be_used_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocker = tmp_path / "file.txt"
     blocker.write_text("")
     with pytest.raises(ConfigurationError, match="cannot use the judge cache") as err:

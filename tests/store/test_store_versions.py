@@ -57,7 +57,10 @@ def _v1_store(path: Path) -> None:
 
 def _tables(path: Path) -> set[str]:
     with sqlite3.connect(path) as c:
-        return {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index', 'trigger')")}
+        return {
+            r[0]
+            for r in c.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index', 'trigger')")
+        }
 
 
 def test_old_store_is_migrated_in_place_keeping_its_data(tmp_path: Path) -> None:
@@ -71,12 +74,17 @@ def test_old_store_is_migrated_in_place_keeping_its_data(tmp_path: Path) -> None
     info = store.get_run("old-run")
     assert info is not None and info.status == "completed" and info.metrics == {"f1.f1_score": 0.75}
     assert [r.data for r in store.get_rows("old-run")] == [{"response": "r0"}, {"response": "r1"}]
-    assert store.get_scores("old-run") == {(0, "f1"): ({"f1_score": 0.5}, None), (1, "f1"): ({"f1_score": 1.0}, None)}
+    assert store.get_scores("old-run") == {
+        (0, "f1"): ({"f1_score": 0.5}, None),
+        (1, "f1"): ({"f1_score": 1.0}, None),
+    }
     assert store.score_values("old-run") == []  # old runs are not back-filled from their JSON
 
     # The migrated store takes new runs with typed scores.
     run_id = store.create_run({"n_rows": 1}, "after", "0.2.0")
-    store.put_scores(run_id, "f1", [ScoreRecord(0, {"f1_score": 0.25}, False, None, [Score("f1_score", 0.25)])])
+    store.put_scores(
+        run_id, "f1", [ScoreRecord(0, {"f1_score": 0.25}, False, None, [Score("f1_score", 0.25)])]
+    )
     assert [v.value for v in store.score_values(run_id)] == [0.25]
     store.close()
 
@@ -100,7 +108,9 @@ def test_store_from_a_newer_version_is_refused_and_left_alone(tmp_path: Path) ->
     RunStore(db).close()
     with sqlite3.connect(db) as c:
         c.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    with pytest.raises(StoreVersionError, match=rf"schema version {SCHEMA_VERSION + 1}.*upgrade touchstone") as err:
+    with pytest.raises(
+        StoreVersionError, match=rf"schema version {SCHEMA_VERSION + 1}.*upgrade touchstone"
+    ) as err:
         RunStore(db)
     assert isinstance(err.value, ConfigurationError)
     assert str(db) in str(err.value)
@@ -124,7 +134,10 @@ def test_typed_scores_are_queryable_beside_the_json(tmp_path: Path) -> None:
                                         [Score("rouge_precision", 0.5), Score("rouge_recall", 1)])])
     store.put_scores(run_id, "legacy", [(0, {"x": 1.0}, False, None)])  # the 4-tuple form: JSON only
 
-    assert store.get_scores(run_id)[1, "groundedness"] == ({"groundedness": None, "groundedness_error": "HTTP 500"}, None)
+    assert store.get_scores(run_id)[1, "groundedness"] == (
+        {"groundedness": None, "groundedness_error": "HTTP 500"},
+        None,
+    )
     assert store.score_values(run_id, "groundedness") == [
         ScoreValue(run_id, 0, "groundedness", "groundedness", 4.0, "good", Status.OK, None, True),
         ScoreValue(run_id, 1, "groundedness", "groundedness", None, None, Status.FAILED, "judge_call", None),

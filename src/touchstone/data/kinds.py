@@ -78,7 +78,9 @@ def _check_context(value: Any) -> str | None:
             if isinstance(doc, str):
                 continue
             if not isinstance(doc, Mapping):
-                return f"expected each document to be an object with \"content\", item {i + 1} is {type_name(doc)}"
+                return (
+                    f'expected each document to be an object with "content", item {i + 1} is {type_name(doc)}'
+                )
             if not isinstance(doc.get("content"), str):
                 return f'expected document {i + 1} to have a string "content", {_got(doc.get("content"))}'
         return None
@@ -174,7 +176,10 @@ def ranked_ids(value: list[Any]) -> list[str]:
     descending, ties keeping their original order (a stable sort)."""
     if all(not isinstance(v, Mapping) for v in value):
         return [str(v) for v in value]
-    items = [(str(v["document_id"]), v.get("relevance_score")) if isinstance(v, Mapping) else (str(v), None) for v in value]
+    items = [
+        (str(v["document_id"]), v.get("relevance_score")) if isinstance(v, Mapping) else (str(v), None)
+        for v in value
+    ]
     if all(score is not None for _, score in items):
         items = sorted(items, key=lambda it: -float(it[1]))  # type: ignore[arg-type]
     return [doc_id for doc_id, _ in items]

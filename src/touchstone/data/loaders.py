@@ -41,7 +41,8 @@ DataSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Any  # Any: 
 
 
 def load_records(data: DataSource) -> list[Record]:
-    """Load rows from a path (``.jsonl``/``.json``, ``.csv``, ``.parquet``), a DataFrame or a list of dicts."""
+    """Load rows from a path (``.jsonl``/``.json``, ``.csv``, ``.parquet``), a DataFrame or a list of
+    dicts."""
     if isinstance(data, (str, os.PathLike)):
         path = Path(data)
         if not path.exists():
@@ -70,7 +71,14 @@ def load_records(data: DataSource) -> list[Record]:
             raise InputValidationError([Problem("<list>", None, None, "no rows: the list is empty")])
         return records
     raise InputValidationError(
-        [Problem("data", None, None, f"expected a file path, a pandas DataFrame or a list of dicts, got {type(data).__name__}")]
+        [
+            Problem(
+                "data",
+                None,
+                None,
+                f"expected a file path, a pandas DataFrame or a list of dicts, got {type(data).__name__}",
+            )
+        ]
     )
 
 
@@ -84,7 +92,9 @@ def _load_jsonl(path: Path) -> list[Record]:
     if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark is accepted
         raw = raw[3:]
     if not raw.strip():
-        raise InputValidationError([Problem(source, None, None, "the file is empty; expected one JSON object per line")])
+        raise InputValidationError(
+            [Problem(source, None, None, "the file is empty; expected one JSON object per line")]
+        )
     records: list[Record] = []
     problems: list[Problem] = []
     stripped = raw.lstrip()
@@ -95,7 +105,12 @@ def _load_jsonl(path: Path) -> list[Record]:
             line = line_bytes.decode("utf-8")
         except UnicodeDecodeError as exc:
             problems.append(
-                Problem(source, number, None, f"bytes that are not UTF-8 at column {exc.start + 1}; save the file as UTF-8")
+                Problem(
+                    source,
+                    number,
+                    None,
+                    f"bytes that are not UTF-8 at column {exc.start + 1}; save the file as UTF-8",
+                )
             )
             continue
         if not line.strip():
@@ -113,7 +128,9 @@ def _load_jsonl(path: Path) -> list[Record]:
     if problems:
         raise InputValidationError(problems)
     if not records:
-        raise InputValidationError([Problem(source, None, None, "the file has no rows; expected one JSON object per line")])
+        raise InputValidationError(
+            [Problem(source, None, None, "the file has no rows; expected one JSON object per line")]
+        )
     return records
 
 
@@ -142,9 +159,13 @@ def _load_csv(path: Path) -> list[Record]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise InputValidationError([Problem(source, line, None, "bytes that are not UTF-8; save the file as UTF-8")]) from None
+        raise InputValidationError(
+            [Problem(source, line, None, "bytes that are not UTF-8; save the file as UTF-8")]
+        ) from None
     if not text.strip():
-        raise InputValidationError([Problem(source, None, None, "the file is empty; expected a header line and rows")])
+        raise InputValidationError(
+            [Problem(source, None, None, "the file is empty; expected a header line and rows")]
+        )
     reader = csv.DictReader(io.StringIO(text, newline=""))
     records = []
     problems = []
@@ -174,7 +195,9 @@ def _load_parquet(path: Path) -> list[Record]:
     try:
         frame = pd.read_parquet(path)
     except Exception as exc:
-        raise InputValidationError([Problem(str(path), None, None, f"not a readable Parquet file: {exc}")]) from None
+        raise InputValidationError(
+            [Problem(str(path), None, None, f"not a readable Parquet file: {exc}")]
+        ) from None
     return _load_frame(frame, str(path))
 
 

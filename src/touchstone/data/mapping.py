@@ -40,7 +40,15 @@ def parse_ref(text: str, where: str) -> Ref:
     match = _REF.match(text.strip()) if isinstance(text, str) else None
     if not match:
         raise InputValidationError(
-            [Problem(where, None, None, f"invalid column mapping {text!r}; expected \"${{data.<column>}}\" or \"${{target.<column>}}\"")]
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"invalid column mapping {text!r}; "
+                    'expected "${data.<column>}" or "${target.<column>}"',
+                )
+            ]
         )
     origin = "target" if match.group(1) in ("target", "run.outputs") else "data"
     return Ref(origin, tuple(match.group(2).split(".")))  # type: ignore[arg-type]
@@ -54,15 +62,27 @@ def evaluator_mappings(
     unknown = sorted(set(config) - set(names) - {"default"})
     if unknown:
         raise InputValidationError(
-            [Problem("evaluator_config", None, unknown[0], f"no evaluator named {unknown[0]!r}; evaluators are {names}")]
+            [
+                Problem(
+                    "evaluator_config",
+                    None,
+                    unknown[0],
+                    f"no evaluator named {unknown[0]!r}; evaluators are {names}",
+                )
+            ]
         )
 
     def refs(key: str) -> dict[str, Ref]:
         entry = config.get(key) or {}
         if not isinstance(entry, Mapping):
-            raise InputValidationError([Problem("evaluator_config", None, key, "expected an object with column_mapping")])
+            raise InputValidationError(
+                [Problem("evaluator_config", None, key, "expected an object with column_mapping")]
+            )
         mapping = entry.get("column_mapping") or {}
-        return {inp: parse_ref(val, f"evaluator_config.{key}.column_mapping.{inp}") for inp, val in mapping.items()}
+        return {
+            inp: parse_ref(val, f"evaluator_config.{key}.column_mapping.{inp}")
+            for inp, val in mapping.items()
+        }
 
     default = refs("default")
     return {name: {**default, **refs(name)} for name in names}
@@ -84,7 +104,11 @@ def resolve(
     if ref is not None and ref.origin != "auto":
         source = target_out if ref.origin == "target" else data
         value = lookup(source, ref.path)
-        return (value is not _MISSING and value is not None), (None if value is _MISSING else value), ref.column
+        return (
+            (value is not _MISSING and value is not None),
+            (None if value is _MISSING else value),
+            ref.column,
+        )
     if target_out is not None and target_out.get(name) is not None:
         return True, target_out[name], name
     for candidate in (name, *ALIASES.get(name, ())):

@@ -135,7 +135,12 @@ def _mapping_columns_exist(
         for inp, ref in mapping.items():
             if ref.origin == "target" and not has_target:
                 problems.append(
-                    Problem("evaluator_config", None, f"{ev_name}.column_mapping.{inp}", f"{ref} refers to a target, but no target was given")
+                    Problem(
+                        "evaluator_config",
+                        None,
+                        f"{ev_name}.column_mapping.{inp}",
+                        f"{ref} refers to a target, but no target was given",
+                    )
                 )
             elif ref.origin == "data" and ref.path[0] not in columns and ref.column not in seen:
                 seen.add(ref.column)

@@ -39,7 +39,9 @@ class Executor(Protocol):
         """``ev.score_batch(rows)``, off the event loop."""
         ...
 
-    async def score_indices(self, ev: Evaluator, plan: Plan, indices: list[int]) -> tuple[list[Outcome], list[str]]:
+    async def score_indices(
+        self, ev: Evaluator, plan: Plan, indices: list[int]
+    ) -> tuple[list[Outcome], list[str]]:
         """Score the records ``indices`` (plain column inputs by ``plan``) where the records live;
         the Outcomes and their flat outputs JSON-encoded for the store. Only when ``parallel``."""
         ...
@@ -72,7 +74,9 @@ class LocalExecutor:
             return await asyncio.get_running_loop().run_in_executor(self._pool, _score_batch, ev, rows)
         return await asyncio.to_thread(ev.score_batch, rows)
 
-    async def score_indices(self, ev: Evaluator, plan: Plan, indices: list[int]) -> tuple[list[Outcome], list[str]]:
+    async def score_indices(
+        self, ev: Evaluator, plan: Plan, indices: list[int]
+    ) -> tuple[list[Outcome], list[str]]:
         if self._pool is None:
             raise RuntimeError("score_indices needs a process pool")
         return await asyncio.get_running_loop().run_in_executor(self._pool, _score_indices, ev, plan, indices)

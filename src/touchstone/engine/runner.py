@@ -163,19 +163,25 @@ def _run_config(
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
     source = str(data) if isinstance(data, (str, os.PathLike)) else f"<{type(data).__name__}>"
-    return _without_secrets({
-        "data": source,
-        "evaluators": {
-            n: {"metric": ev.metric, "class": f"{type(ev).__module__}.{type(ev).__qualname__}", "options": ev.options()}
-            for n, ev in evs.items()
-        },
-        "evaluator_config": dict(evaluator_config or {}),
-        "target": None if target is None else getattr(target, "__qualname__", repr(target)),
-        "evaluation_name": name,
-        "options": {k: v for k, v in options.items() if _json_safe(v)},
-        "package_version": __version__,
-        "python": sys.version.split()[0],
-    })
+    return _without_secrets(
+        {
+            "data": source,
+            "evaluators": {
+                n: {
+                    "metric": ev.metric,
+                    "class": f"{type(ev).__module__}.{type(ev).__qualname__}",
+                    "options": ev.options(),
+                }
+                for n, ev in evs.items()
+            },
+            "evaluator_config": dict(evaluator_config or {}),
+            "target": None if target is None else getattr(target, "__qualname__", repr(target)),
+            "evaluation_name": name,
+            "options": {k: v for k, v in options.items() if _json_safe(v)},
+            "package_version": __version__,
+            "python": sys.version.split()[0],
+        }
+    )
 
 
 _SECRET_KEYS = frozenset({"api_key", "azure_ad_token_provider", "credential", "token", "password", "secret"})
@@ -254,7 +260,12 @@ class _Runner:
                 self.targets[i] = (None, None)
             self.store.put_rows(
                 self.ctx.run_id,
-                [StoredRow(i, self.records[i].source, self.records[i].line, self.records[i].data, None, None) for i in missing],
+                [
+                    StoredRow(
+                        i, self.records[i].source, self.records[i].line, self.records[i].data, None, None
+                    )
+                    for i in missing
+                ],
             )
             return
         limit = asyncio.Semaphore(int(self.ctx.options.get("target_concurrency", 8)))
@@ -278,7 +289,9 @@ class _Runner:
                     result = (None, describe_exception(exc))
             self.targets[i] = result
             rec = self.records[i]
-            self.store.put_rows(self.ctx.run_id, [StoredRow(i, rec.source, rec.line, rec.data, result[0], result[1])])
+            self.store.put_rows(
+                self.ctx.run_id, [StoredRow(i, rec.source, rec.line, rec.data, result[0], result[1])]
+            )
 
         await asyncio.gather(*(call(i) for i in missing))
 
@@ -286,7 +299,9 @@ class _Runner:
     def _plan(self, name: str) -> Plan:
         plan = self._plans.get(name)
         if plan is None:
-            plan = self._plans[name] = _direct_plan(self.evs[name], self.mappings.get(name, {}), self.target is not None)
+            plan = self._plans[name] = _direct_plan(
+                self.evs[name], self.mappings.get(name, {}), self.target is not None
+            )
         return plan
 
     def inputs_for(self, name: str, i: int) -> dict[str, Any] | str:
@@ -317,7 +332,9 @@ class _Runner:
         pending = sum(len(todo[n]) for n in evs)
         if not pending:
             return
-        executor = LocalExecutor(self.records, processes=default_processes(self.workers, pending, PARALLEL_MIN_ROWS))
+        executor = LocalExecutor(
+            self.records, processes=default_processes(self.workers, pending, PARALLEL_MIN_ROWS)
+        )
         try:
             for name, ev in evs.items():
                 await self._run_sync_one(name, ev, todo[name], executor)
@@ -345,7 +362,9 @@ class _Runner:
                 good = [(i, inp) for i, inp in prepared if isinstance(inp, dict)]
                 outs = await executor.score_batch(ev, [inp for _, inp in good])
                 by_idx = {i: out for (i, _), out in zip(good, outs, strict=True)}
-                pairs = [(i, by_idx[i] if isinstance(inp, dict) else ev.failure(str(inp))) for i, inp in prepared]
+                pairs = [
+                    (i, by_idx[i] if isinstance(inp, dict) else ev.failure(str(inp))) for i, inp in prepared
+                ]
             self._store_outcomes(name, pairs, encoded)
             self._tick(len(chunk))
 
@@ -380,7 +399,11 @@ class _Runner:
         queue.sort()  # row by row, so the rows that finish first are whole
         if not queue:
             return
-        n_workers = max(1, int(self.ctx.options.get("workers_async", 0)) or 4 * int(self.ctx.options.get("concurrency") or 32))
+        n_workers = max(
+            1,
+            int(self.ctx.options.get("workers_async", 0))
+            or 4 * int(self.ctx.options.get("concurrency") or 32),
+        )
 
         async def job(i: int, name: str) -> None:
             ev = self.evs[name]
@@ -478,6 +501,28 @@ def build_result(
                     usage_total[k] = usage_total.get(k, 0) + v
         rows.append(row)
 
+    corpus = _corpus_metrics(records, evs, mappings, targets, per_eval)
+    metrics = sdk_metrics(list(evs), per_eval, corpus)
+    summary = summarize({name: ev.info for name, ev in evs.items()}, per_eval, corpus,
+                        {name: ev.aggregator_options() for name, ev in evs.items()})
+    unscored = [name for name, ev in evs.items() if not summary.get(f"{name}.{ev.info.key}", {}).get("n")]
+    info = store.get_run(run_id)
+    run = info.as_dict() if info is not None else {"id": run_id}
+    run["status"] = _run_status(per_eval, missing=missing, aborted=aborted)
+    run["usage"] = usage_total
+    run["unscored_metrics"] = unscored
+    run.update(extra_info or {})
+    return EvaluationResult(rows=rows, metrics=metrics, summary=summary, run=run)
+
+
+def _corpus_metrics(
+    records: list[Record],
+    evs: Mapping[str, Evaluator],
+    mappings: Mapping[str, Mapping[str, Ref]],
+    targets: Mapping[int, tuple[dict[str, Any] | None, str | None]],
+    per_eval: Mapping[str, list[Outcome | None]],
+) -> dict[str, dict[str, float]]:
+    """Corpus-level figures of the evaluators that compute them, over the rows they scored."""
     corpus: dict[str, dict[str, float]] = {}
     has_target = any(t[0] is not None for t in targets.values())
     for name, ev in evs.items():
@@ -493,24 +538,17 @@ def build_result(
                 for i in ok
             ]
         corpus[name] = ev.corpus_metrics(ins, [per_eval[name][i] or Outcome([]) for i in ok])
-    metrics = sdk_metrics(list(evs), per_eval, corpus)
-    summary = summarize({name: ev.info for name, ev in evs.items()}, per_eval, corpus,
-                        {name: ev.aggregator_options() for name, ev in evs.items()})
-    unscored = [name for name, ev in evs.items() if not summary.get(f"{name}.{ev.info.key}", {}).get("n")]
-    any_failed = any(o is None or o.failed for outs in per_eval.values() for o in outs)
+    return corpus
+
+
+def _run_status(per_eval: Mapping[str, list[Outcome | None]], *, missing: int, aborted: str | None) -> str:
+    """The run's status: aborted, incomplete (scores missing), completed with failures, or completed."""
     if aborted is not None:
-        status = "aborted"
-    elif missing:
-        status = "incomplete"
-    else:
-        status = "completed_with_failures" if any_failed else "completed"
-    info = store.get_run(run_id)
-    run = info.as_dict() if info is not None else {"id": run_id}
-    run["status"] = status
-    run["usage"] = usage_total
-    run["unscored_metrics"] = unscored
-    run.update(extra_info or {})
-    return EvaluationResult(rows=rows, metrics=metrics, summary=summary, run=run)
+        return "aborted"
+    if missing:
+        return "incomplete"
+    any_failed = any(o is None or o.failed for outs in per_eval.values() for o in outs)
+    return "completed_with_failures" if any_failed else "completed"
 
 
 def stored_outcomes(
@@ -542,7 +580,9 @@ def _score_of(sv: ScoreValue, error: Any) -> Score:
         return Score(sv.metric, sv.value, label=sv.label, passed=sv.passed)
     from touchstone.scores import ErrorInfo
 
-    return Score.failed(sv.metric, ErrorInfo(sv.error_kind or ErrorKind.COMPUTATION.value, str(error or "failed")))
+    return Score.failed(
+        sv.metric, ErrorInfo(sv.error_kind or ErrorKind.COMPUTATION.value, str(error or "failed"))
+    )
 
 
 def load_run_result(store: Store, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 
 from touchstone.data.kinds import InputKind, check_value
 from touchstone.errors import InputValidationError, Problem, RunAbortedError, UnknownOptionError
-from touchstone.scores import ErrorInfo, ErrorKind, Outcome, Score, Status
+from touchstone.scores import ErrorInfo, ErrorKind, Outcome, Score
 
 Outputs = Outcome
 """What the scoring methods return: Scores with their flat SDK rendering (see :mod:`touchstone.scores`)."""
@@ -90,7 +90,11 @@ def check_options(evaluator: str, given: Iterable[str], valid: Iterable[str]) ->
         if name in valid:
             continue
         close = difflib.get_close_matches(name, valid, n=2, cutoff=0.6)
-        hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else f"valid options: {', '.join(valid)}"
+        hint = (
+            f"did you mean {' or '.join(repr(c) for c in close)}?"
+            if close
+            else f"valid options: {', '.join(valid)}"
+        )
         raise UnknownOptionError(f"{evaluator} got an unknown option {name!r}; {hint}")
 
 
@@ -105,7 +109,11 @@ def error_info(error: BaseException | str, kind: str | None = None) -> ErrorInfo
         if not isinstance(kind, str):
             from touchstone.judges.errors import JudgeCallError
 
-            kind = ErrorKind.JUDGE_CALL.value if isinstance(error, JudgeCallError) else ErrorKind.COMPUTATION.value
+            kind = (
+                ErrorKind.JUDGE_CALL.value
+                if isinstance(error, JudgeCallError)
+                else ErrorKind.COMPUTATION.value
+            )
     return ErrorInfo(kind, describe_exception(error))
 
 
@@ -222,10 +230,7 @@ class Evaluator:
     def __call__(self, **kwargs: Any) -> dict[str, Any]:
         """Score one row given as keyword inputs; the compatible SDK's flat dict."""
         inputs = self.check_call_inputs(kwargs)
-        if self.is_async:
-            outcome = _run_coroutine(self._ascore(**inputs))
-        else:
-            outcome = self._score(**inputs)
+        outcome = _run_coroutine(self._ascore(**inputs)) if self.is_async else self._score(**inputs)
         return self.as_outcome(outcome).to_sdk_outputs()
 
     async def acall(self, **kwargs: Any) -> dict[str, Any]:
@@ -246,7 +251,9 @@ class Evaluator:
         if not any(set(mode) <= present for mode in modes):
             wanted = " or ".join("(" + ", ".join(mode) + ")" for mode in modes)
             missing = sorted(set(modes[0]) - present)
-            problems.append(Problem(self.metric, None, missing[0] if missing else None, f"missing inputs; needs {wanted}"))
+            problems.append(
+                Problem(self.metric, None, missing[0] if missing else None, f"missing inputs; needs {wanted}")
+            )
         for name in sorted(present & known):
             spec = self.input_spec(name)
             assert spec is not None
@@ -377,7 +384,9 @@ def _checking_options(init: Callable[..., None]) -> Callable[..., None]:
     params = inspect.signature(init).parameters
     if any(p.kind == p.VAR_KEYWORD for p in params.values()):
         return init
-    valid = [n for n, p in params.items() if n != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    valid = [
+        n for n, p in params.items() if n != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
 
     @functools.wraps(init)
     def checked(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -435,7 +444,9 @@ class FunctionEvaluator(Evaluator):
         self.is_async = self._async  # type: ignore[misc]
 
     def options(self) -> dict[str, Any]:
-        return {"function": f"{getattr(self.fn, '__module__', '?')}.{getattr(self.fn, '__qualname__', self.name)}"}
+        return {
+            "function": f"{getattr(self.fn, '__module__', '?')}.{getattr(self.fn, '__qualname__', self.name)}"
+        }
 
     def _wrap(self, value: Any) -> Outputs:
         if isinstance(value, Mapping):

@@ -56,7 +56,9 @@ def split_turns(conversation: Mapping[str, Any]) -> list[Turn]:
     speaks first); its history is every message before those; its documents are the ones attached to
     the assistant message and to the user message(s) it answers, then the global context's."""
     messages: Sequence[Mapping[str, Any]] = conversation.get("messages") or []
-    global_docs = _documents(conversation.get("context"), "conversation-context") if conversation.get("context") else []
+    global_docs = (
+        _documents(conversation.get("context"), "conversation-context") if conversation.get("context") else []
+    )
     turns: list[Turn] = []
     pending: list[int] = []  # indices of user messages since the last assistant turn
     for i, msg in enumerate(messages):
@@ -65,7 +67,9 @@ def split_turns(conversation: Mapping[str, Any]) -> list[Turn]:
             pending.append(i)
         elif role == "assistant":
             first = pending[0] if pending else i
-            history = [{"role": str(m.get("role")), "content": str(m.get("content", ""))} for m in messages[:first]]
+            history = [
+                {"role": str(m.get("role")), "content": str(m.get("content", ""))} for m in messages[:first]
+            ]
             query = "\n\n".join(str(messages[j].get("content", "")) for j in pending) if pending else None
             docs: list[dict[str, Any]] = []
             for j in pending:
@@ -132,7 +136,9 @@ def combine_turns(evaluator: JudgeEvaluator, outs: Sequence[Outputs]) -> Outputs
     if failed:
         i, cause = failed[0]
         more = f" ({len(failed)} of {len(outs)} turns failed)" if len(failed) > 1 else ""
-        result = evaluator.failure(f"turn {i + 1} of {len(outs)}: {cause}{more}", kind=ErrorKind.PARTIAL.value)
+        result = evaluator.failure(
+            f"turn {i + 1} of {len(outs)}: {cause}{more}", kind=ErrorKind.PARTIAL.value
+        )
         result["evaluation_per_turn"] = per_turn
         return result
     scores = [float(o[key]) for o in outs]
@@ -142,7 +148,11 @@ def combine_turns(evaluator: JudgeEvaluator, outs: Sequence[Outputs]) -> Outputs
         value = int(value)
     reason = outs[pick].get(f"{evaluator.prefix}_reason") or ""
     label = {"min": "lowest", "max": "highest", "mean": "lowest"}[how]
-    prefix = f"Turn {pick + 1} of {len(outs)} ({label}" + (f"; mean over {len(outs)} turns" if how == "mean" else "") + "): "
+    prefix = (
+        f"Turn {pick + 1} of {len(outs)} ({label}"
+        + (f"; mean over {len(outs)} turns" if how == "mean" else "")
+        + "): "
+    )
     properties: dict[str, Any] = {
         "turns": len(outs),
         "aggregation": how,

@@ -44,7 +44,11 @@ from touchstone.evaluators.parsing import Scale
 from touchstone.evaluators.prompting import PromptTemplate, delimit, format_answers, load_prompt
 from touchstone.evaluators.quality import context_block
 
-_KNOWN_KINDS: dict[str, InputKind] = {"context": "context", "ground_truth": "texts", "conversation": "conversation"}
+_KNOWN_KINDS: dict[str, InputKind] = {
+    "context": "context",
+    "ground_truth": "texts",
+    "conversation": "conversation",
+}
 
 
 def _render_value(name: str, value: Any) -> str:
@@ -92,7 +96,9 @@ class RubricEvaluator(JudgeEvaluator):
             raise ConfigurationError(f"custom metric {name}: {exc}") from None
         names = list(inputs)
         if not names or not all(isinstance(n, str) and n for n in names):
-            raise ConfigurationError(f"custom metric {name}: 'inputs' must be a non-empty list of input names")
+            raise ConfigurationError(
+                f"custom metric {name}: 'inputs' must be a non-empty list of input names"
+            )
         # instance-level values of the class-level declarations (as FunctionEvaluator does)
         self.metric = self.prefix = self.score_key = name  # type: ignore[misc]
         self.scale = rubric_scale  # type: ignore[misc]
@@ -107,23 +113,35 @@ class RubricEvaluator(JudgeEvaluator):
         self.scale_guide = {int(k): str(v) for k, v in (scale_guide or {}).items()}
         for k in self.scale_guide:
             if k not in rubric_scale.values:
-                raise ConfigurationError(f"custom metric {name}: scale_guide entry {k} is outside the scale {rubric_scale}")
+                raise ConfigurationError(
+                    f"custom metric {name}: scale_guide entry {k} is outside the scale {rubric_scale}"
+                )
         self.version = str(version)
         self.definition = {
-            "name": name, "criteria": self.criteria, "scale": [rubric_scale.low, rubric_scale.high],
-            "inputs": names, "examples": self.examples, "scale_guide": self.scale_guide, "version": self.version,
+            "name": name,
+            "criteria": self.criteria,
+            "scale": [rubric_scale.low, rubric_scale.high],
+            "inputs": names,
+            "examples": self.examples,
+            "scale_guide": self.scale_guide,
+            "version": self.version,
         }
         template = load_prompt("rubric")
         self.prompt: PromptTemplate = template.with_identity(
-            json.dumps(self.definition, sort_keys=True, ensure_ascii=False), version=f"{template.version}+{name}.{self.version}"
+            json.dumps(self.definition, sort_keys=True, ensure_ascii=False),
+            version=f"{template.version}+{name}.{self.version}",
         )
 
     def _check_example(self, example: Mapping[str, Any], i: int) -> dict[str, Any]:
         if not isinstance(example, Mapping) or not isinstance(example.get("inputs"), Mapping):
-            raise ConfigurationError(f"custom metric {self.metric}: example {i + 1} needs 'inputs' (a mapping) and 'score'")
+            raise ConfigurationError(
+                f"custom metric {self.metric}: example {i + 1} needs 'inputs' (a mapping) and 'score'"
+            )
         score = example.get("score")
         if isinstance(score, bool) or not isinstance(score, int) or score not in self.scale.values:
-            raise ConfigurationError(f"custom metric {self.metric}: example {i + 1} score must be an integer on {self.scale}")
+            raise ConfigurationError(
+                f"custom metric {self.metric}: example {i + 1} score must be an integer on {self.scale}"
+            )
         return {"inputs": dict(example["inputs"]), "score": score, "reason": str(example.get("reason") or "")}
 
     @classmethod
@@ -139,7 +157,9 @@ class RubricEvaluator(JudgeEvaluator):
     def _params(self, blocks: str) -> dict[str, Any]:
         guide = ""
         if self.scale_guide:
-            guide = "What the points of the scale mean:\n" + "\n".join(f"{k} - {v}" for k, v in sorted(self.scale_guide.items()))
+            guide = "What the points of the scale mean:\n" + "\n".join(
+                f"{k} - {v}" for k, v in sorted(self.scale_guide.items())
+            )
         examples = ""
         if self.examples:
             parts = []
@@ -182,7 +202,9 @@ class FunctionMetric(FunctionEvaluator):
         if isinstance(value, bool):
             value = float(value)
         if not isinstance(value, (int, float)):
-            raise TypeError(f"metric {self.name} returned {type(value).__name__}; expected a number or a dict")
+            raise TypeError(
+                f"metric {self.name} returned {type(value).__name__}; expected a number or a dict"
+            )
         return self.result(value)
 
 
@@ -240,14 +262,27 @@ def load_metric_definitions(path: str | Path) -> list[dict[str, Any]]:
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise ConfigurationError(f"metrics file {p}: metric {i + 1} needs a 'name'")
         if ("criteria" in item) == ("function" in item):
-            raise ConfigurationError(f"metrics file {p}: metric {item['name']} needs either 'criteria' (a rubric) or 'function'")
+            raise ConfigurationError(
+                f"metrics file {p}: metric {item['name']} needs either 'criteria' (a rubric) or 'function'"
+            )
         if item["name"] in seen:
             raise ConfigurationError(f"metrics file {p}: metric {item['name']} is defined twice")
         seen.add(item["name"])
     return [dict(item) for item in items]
 
 
-_RUBRIC_FIELDS = {"name", "criteria", "scale", "inputs", "threshold", "examples", "scale_guide", "score_mode", "version", "description"}
+_RUBRIC_FIELDS = {
+    "name",
+    "criteria",
+    "scale",
+    "inputs",
+    "threshold",
+    "examples",
+    "scale_guide",
+    "score_mode",
+    "version",
+    "description",
+}
 _FUNCTION_FIELDS = {"name", "function", "threshold", "higher_is_better"}
 
 
@@ -268,9 +303,13 @@ def metrics_from_file(
         if "function" in item:
             unknown = set(item) - _FUNCTION_FIELDS
             if unknown:
-                raise ConfigurationError(f"metrics file {p}: metric {name}: unknown field(s) {sorted(unknown)}")
+                raise ConfigurationError(
+                    f"metrics file {p}: metric {name}: unknown field(s) {sorted(unknown)}"
+                )
             fn = _load_function(str(item["function"]), p.parent)
-            out[name] = FunctionMetric(fn, name=name, threshold=threshold, higher_is_better=bool(item.get("higher_is_better", True)))
+            out[name] = FunctionMetric(
+                fn, name=name, threshold=threshold, higher_is_better=bool(item.get("higher_is_better", True))
+            )
             continue
         unknown = set(item) - _RUBRIC_FIELDS
         if unknown:
@@ -308,6 +347,8 @@ def split_file_metrics(
     and the chosen names and thresholds left for the registry (those the file does not define)."""
     names = [d["name"] for d in load_metric_definitions(path)]
     file_thresholds = {k: v for k, v in thresholds.items() if k in names}
-    built = metrics_from_file(path, model_config=model_config, thresholds=file_thresholds, score_mode=score_mode)
+    built = metrics_from_file(
+        path, model_config=model_config, thresholds=file_thresholds, score_mode=score_mode
+    )
     rest = [m for m in metric_names if m not in built]
     return rest, {k: v for k, v in thresholds.items() if k not in built}, built

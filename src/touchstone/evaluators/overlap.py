@@ -15,7 +15,8 @@ that per-row overhead stays small:
 Nothing here downloads data. Tokenisation for GLEU and METEOR (``tokenizer="nltk"``, the default) is
 nltk's Treebank word tokenizer applied to the whole text -- what ``nltk.word_tokenize(text,
 preserve_line=True)`` returns (for plain ASCII text its rules run on Python's ``re`` engine instead of
-nltk's timeout-guarded ``regex`` wrapper: same tokens, 1.6x faster; see ``_treebank_tokenize``). It needs no data files: ``nltk.word_tokenize`` without
+nltk's timeout-guarded ``regex`` wrapper: same tokens, 1.6x faster; see ``_treebank_tokenize``).
+It needs no data files: ``nltk.word_tokenize`` without
 ``preserve_line`` first splits sentences with the Punkt model (``punkt_tab`` data), which is never
 required here, so results do not depend on what happens to be installed. The one difference from
 Punkt-split text: a full stop that ends an inner sentence stays attached to its word ("world." in

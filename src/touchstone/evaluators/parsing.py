@@ -160,7 +160,10 @@ def _den(raw: str | None) -> float | None:
 
 
 def _fractions(text: str) -> list[_Candidate]:
-    return [_Candidate(m.group(0), float(m.group(1)), m.span(1), float(m.group(2))) for m in _FRACTION.finditer(text)]
+    return [
+        _Candidate(m.group(0), float(m.group(1)), m.span(1), float(m.group(2)))
+        for m in _FRACTION.finditer(text)
+    ]
 
 
 def _resolve(cands: list[_Candidate], scale: Scale, what: str) -> tuple[_Candidate | None, str | None]:
@@ -199,8 +202,17 @@ def parse_judge_reply(
     if text is None or not text.strip():
         return ParsedReply(error="the reply is empty")
     keys = [*score_keys, "score", "rating"]
-    objects = json_objects(text)
+    parsed = _from_json(text, keys, scale, require_json)
+    if parsed is None:
+        parsed = _from_fragments(text, keys, scale, require_json)
+    if parsed is None:
+        parsed = _from_prose(text, scale)
+    return parsed
 
+
+def _from_json(text: str, keys: Sequence[str], scale: Scale, require_json: bool) -> ParsedReply | None:
+    """The score of the reply's loadable JSON object(s); None when the reply holds no JSON object."""
+    objects = json_objects(text)
     dicts = [(o, s, e) for o, s, e in objects if isinstance(o, dict)]
     for o, s, e in objects:  # a list of objects: look inside it, so two scores there are noticed
         if isinstance(o, list):
@@ -224,7 +236,9 @@ def parse_judge_reply(
         cand, err = _resolve(cands, scale, "JSON")
         obj = scored[0][0]
         if err or cand is None:
-            return ParsedReply(error=err, data=dict(obj), reason=_reason_of(obj), candidates=[c.raw for c in cands])
+            return ParsedReply(
+                error=err, data=dict(obj), reason=_reason_of(obj), candidates=[c.raw for c in cands]
+            )
         return ParsedReply(int(cand.value or 0), _reason_of(obj), dict(obj), cand.span, how="json")
 
     if dicts:
@@ -232,10 +246,16 @@ def parse_judge_reply(
         if require_json:
             return ParsedReply(error="the reply's JSON object has no \"score\" field", data=dict(obj))
         # a JSON object without a score (wrong schema): do not go looking for numbers in it
-        return ParsedReply(error=f"the reply's JSON object has no score field (fields: {', '.join(map(str, obj))})",
-                           data=dict(obj))
+        return ParsedReply(
+            error=f"the reply's JSON object has no score field (fields: {', '.join(map(str, obj))})",
+            data=dict(obj),
+        )
+    return None
 
-    # JSON too broken to load: a quoted score field whose number is visibly complete
+
+def _from_fragments(text: str, keys: Sequence[str], scale: Scale, require_json: bool) -> ParsedReply | None:
+    """JSON too broken to load: a quoted score field whose number is visibly complete; None when the
+    reply has no JSON at all (and the caller accepts prose)."""
     frag = []
     for key in keys:
         for m in re.finditer(_QUOTED_SCORE.format(key=re.escape(key)), text, re.IGNORECASE):
@@ -252,7 +272,11 @@ def parse_judge_reply(
         return ParsedReply(error="the reply's JSON is truncated before its score is complete")
     if require_json:
         return ParsedReply(error="the reply holds no JSON object")
+    return None
 
+
+def _from_prose(text: str, scale: Scale) -> ParsedReply:
+    """A labelled score, a fraction on the scale, or a bare number in a reply without JSON."""
     for finder, how in ((_labelled, "label"), (_fractions, "fraction")):
         cands = finder(text)
         if how == "fraction":
@@ -288,7 +312,9 @@ def _fraction_den(raw: Any) -> float | None:
 
 
 def _fragment_reason(text: str) -> str:
-    m = re.search(r"[\"'](?:" + "|".join(REASON_KEYS) + r")[\"']\s*:\s*\"((?:[^\"\\]|\\.)*)\"", text, re.IGNORECASE)
+    m = re.search(
+        r"[\"'](?:" + "|".join(REASON_KEYS) + r")[\"']\s*:\s*\"((?:[^\"\\]|\\.)*)\"", text, re.IGNORECASE
+    )
     if not m:
         return ""
     try:
@@ -299,6 +325,10 @@ def _fragment_reason(text: str) -> str:
 
 def _prose_reason(text: str, cands: list[_Candidate]) -> str:
     """The reply without the score's own line, as the reason."""
-    lines = [ln for ln in text.strip().splitlines() if not any(c.raw and c.raw in ln and len(ln.strip()) <= len(c.raw) + 12 for c in cands)]
+    lines = [
+        ln
+        for ln in text.strip().splitlines()
+        if not any(c.raw and c.raw in ln and len(ln.strip()) <= len(c.raw) + 12 for c in cands)
+    ]
     reason = "\n".join(lines).strip()
     return reason or text.strip()

@@ -97,7 +97,9 @@ class PromptTemplate:
         used = set(_PLACEHOLDER.findall(system + doc["user"]))
         unknown = used - set(inputs) - set(params)
         if unknown:
-            raise ConfigurationError(f"prompt {origin}: placeholders {sorted(unknown)} are neither inputs nor params")
+            raise ConfigurationError(
+                f"prompt {origin}: placeholders {sorted(unknown)} are neither inputs nor params"
+            )
         digest = hashlib.sha256((text + extra_identity).encode("utf-8")).hexdigest()
         return cls(
             name=doc["name"],

@@ -24,9 +24,13 @@ from touchstone.scores import Outcome
 
 _QUERY = InputSpec("query", "text", required=False, description="what the user asked")
 _RESPONSE = InputSpec("response", "text", required=False, description="the application's answer")
-_CONTEXT = InputSpec("context", "context", required=False, description="what the answer should be grounded in")
+_CONTEXT = InputSpec(
+    "context", "context", required=False, description="what the answer should be grounded in"
+)
 _GROUND_TRUTH = InputSpec("ground_truth", "texts", required=False, description="the expected answer(s)")
-_CONVERSATION = InputSpec("conversation", "conversation", required=False, description="a chat: {messages, context?}")
+_CONVERSATION = InputSpec(
+    "conversation", "conversation", required=False, description="a chat: {messages, context?}"
+)
 
 
 def context_block(context: Any) -> str:
@@ -61,7 +65,11 @@ class GroundednessEvaluator(JudgeEvaluator):
     async def _single(self, **inputs: Any) -> Outputs:
         j = await self._judge(
             load_prompt("groundedness"),
-            {"query": inputs.get("query"), "context": context_block(inputs["context"]), "response": inputs["response"]},
+            {
+                "query": inputs.get("query"),
+                "context": context_block(inputs["context"]),
+                "response": inputs["response"],
+            },
         )
         return self.judged(j)
 
@@ -87,7 +95,10 @@ _FACTS_SCHEMA: dict[str, Any] = {
     "type": "array",
     "items": {
         "type": "object",
-        "properties": {"fact": {"type": "string"}, "problem": {"type": "string", "enum": ["absent", "contradicts", "distorts"]}},
+        "properties": {
+            "fact": {"type": "string"},
+            "problem": {"type": "string", "enum": ["absent", "contradicts", "distorts"]},
+        },
         "required": ["fact", "problem"],
         "additionalProperties": False,
     },
@@ -117,14 +128,27 @@ class RelevanceEvaluator(JudgeEvaluator):
     description = "LLM judge: does the response address the query (1-5)"
 
     def __init__(
-        self, model_config: Any, *, threshold: float | None = 3, domain: str = "general assistance", **kwargs: Any
+        self,
+        model_config: Any,
+        *,
+        threshold: float | None = 3,
+        domain: str = "general assistance",
+        **kwargs: Any,
     ) -> None:
         super().__init__(model_config, threshold=threshold, **kwargs)
         self.domain = domain
 
     @classmethod
-    def from_options(cls, *, model_config: Any = None, threshold: float | None = None, domain: str | None = None,
-                     score_mode: str | None = None, conversation_aggregation: str | None = None, **_: Any) -> JudgeEvaluator:
+    def from_options(
+        cls,
+        *,
+        model_config: Any = None,
+        threshold: float | None = None,
+        domain: str | None = None,
+        score_mode: str | None = None,
+        conversation_aggregation: str | None = None,
+        **_: Any,
+    ) -> JudgeEvaluator:
         """The registry's factory (CLI): a clear error when no judge is configured."""
         if model_config is None:
             raise no_judge_error(cls.metric)
@@ -135,7 +159,11 @@ class RelevanceEvaluator(JudgeEvaluator):
         return {**super().options(), "domain": self.domain}
 
     def prompts(self) -> list[PromptTemplate]:
-        return [load_prompt("relevance"), load_prompt("relevance_chat"), load_prompt("relevance_ground_truth")]
+        return [
+            load_prompt("relevance"),
+            load_prompt("relevance_chat"),
+            load_prompt("relevance_ground_truth"),
+        ]
 
     async def _single(self, **inputs: Any) -> Outputs:
         context = inputs.get("context")
@@ -153,24 +181,40 @@ class RelevanceEvaluator(JudgeEvaluator):
         if turn.ground_truth is not None:
             j = await self._judge(
                 load_prompt("relevance_ground_truth"),
-                {"history": turn.history_text, "query": turn.query, "ground_truth": turn.ground_truth, "response": turn.response},
+                {
+                    "history": turn.history_text,
+                    "query": turn.query,
+                    "ground_truth": turn.ground_truth,
+                    "response": turn.response,
+                },
             )
             j.properties["with_ground_truth"] = True
             return self.judged(j)
         prompt = load_prompt("relevance_chat")
         if not turn.documents:
             # SPEC 3.2: with no relevant document retrieved no reference answer can be written: 5
-            props = {**prompt.provenance(), "score_mode": "rule", "relevant_documents_found": False, "judge_model": None}
+            props = {
+                **prompt.provenance(),
+                "score_mode": "rule",
+                "relevant_documents_found": False,
+                "judge_model": None,
+            }
             return self.result(
                 5, reason="No documents were retrieved for this turn, so no reference answer can be written; "
                 "rated 5 as the metric defines.", properties=props,
             )
         schema = score_schema(
-            self.scale, {"relevant_documents_found": {"type": "boolean"}, "reference_answer": {"type": "string"}}
+            self.scale,
+            {"relevant_documents_found": {"type": "boolean"}, "reference_answer": {"type": "string"}},
         )
         j = await self._judge(
             prompt,
-            {"history": turn.history_text, "query": turn.query, "documents": format_documents(turn.documents), "response": turn.response},
+            {
+                "history": turn.history_text,
+                "query": turn.query,
+                "documents": format_documents(turn.documents),
+                "response": turn.response,
+            },
             params={"domain": self.domain},
             schema=schema,
             check=_check_reference,
@@ -215,12 +259,15 @@ class CoherenceEvaluator(JudgeEvaluator):
         return [load_prompt(self.prompt_name)]
 
     async def _single(self, **inputs: Any) -> Outputs:
-        j = await self._judge(load_prompt(self.prompt_name), {"query": inputs.get("query"), "response": inputs["response"]})
+        j = await self._judge(
+            load_prompt(self.prompt_name), {"query": inputs.get("query"), "response": inputs["response"]}
+        )
         return self.judged(j)
 
     async def _turn(self, turn: Turn) -> Outputs:
         j = await self._judge(
-            load_prompt(self.prompt_name), {"history": turn.history_text, "query": turn.query, "response": turn.response}
+            load_prompt(self.prompt_name),
+            {"history": turn.history_text, "query": turn.query, "response": turn.response},
         )
         return self.judged(j)
 
@@ -308,16 +355,22 @@ class QAEvaluator(Evaluator):
             raise no_judge_error(self.metric)
         self.model_config = model_config
         self.parts: list[Evaluator] = [
-            GroundednessEvaluator(model_config, threshold=groundedness_threshold, score_mode=score_mode, **kwargs),
+            GroundednessEvaluator(
+                model_config, threshold=groundedness_threshold, score_mode=score_mode, **kwargs
+            ),
             RelevanceEvaluator(model_config, threshold=relevance_threshold, score_mode=score_mode, **kwargs),
             CoherenceEvaluator(model_config, threshold=coherence_threshold, score_mode=score_mode, **kwargs),
             FluencyEvaluator(model_config, threshold=fluency_threshold, score_mode=score_mode, **kwargs),
-            SimilarityEvaluator(model_config, threshold=similarity_threshold, score_mode=score_mode, **kwargs),
+            SimilarityEvaluator(
+                model_config, threshold=similarity_threshold, score_mode=score_mode, **kwargs
+            ),
             F1ScoreEvaluator(threshold=f1_score_threshold),
         ]
 
     @classmethod
-    def from_options(cls, *, model_config: Any = None, score_mode: str | None = None, **_: Any) -> QAEvaluator:
+    def from_options(
+        cls, *, model_config: Any = None, score_mode: str | None = None, **_: Any
+    ) -> QAEvaluator:
         """The registry's factory (CLI); per-metric thresholds keep their defaults."""
         if model_config is None:
             raise no_judge_error(cls.metric)

@@ -36,8 +36,8 @@ import numpy as np
 
 from touchstone.data.kinds import ranked_ids, relevance_labels
 from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
-from touchstone.scores import Outcome, Score
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome, Score
 
 _RANKING_INPUTS = (
     InputSpec(

@@ -171,7 +171,8 @@ class JudgeCache:
             self._conn.execute("BEGIN")
             try:
                 self._conn.executemany(
-                    "INSERT OR REPLACE INTO embeddings (key, model, vector, created) VALUES (?, ?, ?, ?)", rows
+                    "INSERT OR REPLACE INTO embeddings (key, model, vector, created) VALUES (?, ?, ?, ?)",
+                    rows,
                 )
                 self._conn.execute("COMMIT")
             except BaseException:

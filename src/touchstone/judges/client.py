@@ -128,7 +128,8 @@ class JudgeClient:
         ``json_schema`` requests structured output, negotiated once per server: ``response_format``
         ``json_schema`` (strict); when the server rejects it, ``json_object`` with the schema (the
         dialect of llama.cpp servers); when that is rejected too, plain text parsed tolerantly
-        (``ChatReply.structured`` is False then). The session's provenance records the mode. ``logprobs``/``top_logprobs``
+        (``ChatReply.structured`` is False then). The session's provenance records the mode.
+        ``logprobs``/``top_logprobs``
         request token log-probabilities (dropped likewise when unsupported). For reasoning models
         temperature is not sent and ``max_tokens`` becomes ``max_completion_tokens``. ``validate``
         (optional) checks a reply; a ``ValueError`` from it makes the call retry."""
@@ -155,8 +156,9 @@ class JudgeClient:
         async with _using(session, standalone):
             return await session.embed(self.config, texts, model=model)
 
-
-    async def completions_logprobs(self, prompts: list[str], *, model: str | None = None) -> list[list[float | None]]:
+    async def completions_logprobs(
+        self, prompts: list[str], *, model: str | None = None
+    ) -> list[list[float | None]]:
         """The log-probability of each token of each prompt under the model, in order (``None`` where
         the server gives none: the first token), from an OpenAI-compatible ``/v1/completions``
         endpoint (``echo`` with ``logprobs``, ``max_tokens=0``: nothing is generated; vLLM and

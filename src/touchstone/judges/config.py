@@ -216,10 +216,14 @@ def as_model_config(value: ModelConfigLike) -> ModelConfiguration:
 
     A dict with ``azure_endpoint``/``azure_deployment`` or ``type: "azure_openai"`` is Azure OpenAI;
     one with ``provider_name`` an adapter; otherwise it is OpenAI(-compatible) and needs ``model``."""
-    if isinstance(value, (OpenAIModelConfiguration, AzureOpenAIModelConfiguration, ProviderModelConfiguration)):
+    if isinstance(
+        value, (OpenAIModelConfiguration, AzureOpenAIModelConfiguration, ProviderModelConfiguration)
+    ):
         return value
     if not isinstance(value, Mapping):
-        raise ConfigurationError(f"a model configuration must be a dict or configuration object, not {type(value).__name__}")
+        raise ConfigurationError(
+            f"a model configuration must be a dict or configuration object, not {type(value).__name__}"
+        )
     data = {k: v for k, v in value.items() if v is not None}
     kind = str(data.pop("type", "") or "")
     cls: type[ModelConfigBase]
@@ -234,7 +238,9 @@ def as_model_config(value: ModelConfigLike) -> ModelConfiguration:
     names = {f.name for f in fields(cls)}
     unknown = sorted(set(data) - names)
     if unknown:
-        raise ConfigurationError(f"unknown model configuration field(s) {', '.join(unknown)} for {cls.__name__}")
+        raise ConfigurationError(
+            f"unknown model configuration field(s) {', '.join(unknown)} for {cls.__name__}"
+        )
     return cls(**data)
 
 

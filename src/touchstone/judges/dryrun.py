@@ -44,7 +44,8 @@ class DryRunEstimate:
         ]
         for name, figures in self.per_evaluator.items():
             out.append(
-                f"  {name}: {int(figures.get('calls', 0))} calls, ~{int(figures.get('prompt_tokens', 0))} prompt "
+                f"  {name}: {int(figures.get('calls', 0))} calls, "
+                f"~{int(figures.get('prompt_tokens', 0))} prompt "
                 f"+ ~{int(figures.get('completion_tokens', 0))} completion tokens"
             )
         return out

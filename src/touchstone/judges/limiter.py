@@ -4,7 +4,8 @@
 per burst: 429s of requests that were started before the last decrease do not count again), climbs
 quickly back to the level the server was seen to admit (one slot per success, like TCP slow start) and
 then, after ``hold_rounds`` rounds of successes at that level (a round: as many successes as slots),
-slowly beyond it (``increase_per_round`` slots per round), never above the configured maximum. The admitted level is the number of requests that were sent before the refused
+slowly beyond it (``increase_per_round`` slots per round), never above the configured maximum.
+The admitted level is the number of requests that were sent before the refused
 one and were still in flight when it was refused: the server was serving them all. A server's
 Retry-After can also pause new requests for a while (:meth:`AdaptiveLimiter.pause`).
 :class:`TokenBucket` caps requests or tokens per minute.
@@ -32,7 +33,12 @@ class AdaptiveLimiter:
     """At most ``limit`` holders at once; ``limit`` adapts between 1 and ``maximum``."""
 
     def __init__(
-        self, maximum: int, *, adaptive: bool = True, increase_per_round: float = 1.0, hold_rounds: float = 8.0
+        self,
+        maximum: int,
+        *,
+        adaptive: bool = True,
+        increase_per_round: float = 1.0,
+        hold_rounds: float = 8.0,
     ) -> None:
         self.maximum = max(1, int(maximum))
         self.adaptive = adaptive

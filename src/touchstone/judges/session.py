@@ -222,7 +222,13 @@ class JudgeSession:
             "reasoning": config.reasoning,
         }
         key = cache_key(
-            {"v": CACHE_VERSION, "kind": "chat", "provider": config.cache_identity(), "model": config.model_name, **request}
+            {
+                "v": CACHE_VERSION,
+                "kind": "chat",
+                "provider": config.cache_identity(),
+                "model": config.model_name,
+                **request,
+            }
         )
         if self.settings.dry_run:
             return self._dry_chat(config, request)
@@ -282,7 +288,9 @@ class JudgeSession:
             reply = _reply_from(stored, cached=False)
             self._account(model, reply.usage.prompt_tokens, reply.usage.completion_tokens)
             if validate is not None and not _is_valid(reply, validate):
-                raise _InvalidReply(f"the reply did not match the expected format: {_validation_error(reply, validate)}")
+                raise _InvalidReply(
+                    f"the reply did not match the expected format: {_validation_error(reply, validate)}"
+                )
             return stored, reply
 
         refused: list[tuple[str, str | None]] = []  # what this call was refused (rarely anything)
@@ -334,7 +342,9 @@ class JudgeSession:
             except RateLimited as exc:
                 rate_limited += 1
                 if rate_limited > self.settings.max_rate_limit_retries:
-                    raise self._give_up(f"{label} still rate limited after {rate_limited} attempts: {exc}", exc.kind) from None
+                    raise self._give_up(
+                        f"{label} still rate limited after {rate_limited} attempts: {exc}", exc.kind
+                    ) from None
                 self._count(retries=1, rate_limited=1)
                 wait = exc.retry_after
                 wait = self._backoff(rate_limited) if wait is None else wait * self._rng.uniform(1.0, 1.1)
@@ -348,7 +358,9 @@ class JudgeSession:
                     continue  # the server answered: ask again at once
                 self._check_first_failures(config, backend, exc)
                 self._count(retries=1)
-                await asyncio.sleep(min(max(self._backoff(errors), exc.retry_after or 0.0), self.settings.max_retry_wait))
+                await asyncio.sleep(
+                    min(max(self._backoff(errors), exc.retry_after or 0.0), self.settings.max_retry_wait)
+                )
             except UnsupportedParameter as exc:
                 if unsupported is not None and unsupported(exc):
                     continue
@@ -360,7 +372,9 @@ class JudgeSession:
             except ProviderError as exc:  # fatal, quota: every call would fail the same way
                 self._abort(config, backend, exc)
 
-    def _check_first_failures(self, config: ModelConfiguration, backend: Backend, error: TransientError) -> None:
+    def _check_first_failures(
+        self, config: ModelConfiguration, backend: Backend, error: TransientError
+    ) -> None:
         """Stop the run when the backend's first calls all met the same HTTP 500 (see
         :data:`SAME_FIRST_FAILURES`); anything after a success keeps its retries."""
         if backend.contact.open or error.status not in _DETERMINISTIC_STATUSES:
@@ -427,7 +441,12 @@ class JudgeSession:
         return JudgeCallError(message, kind=kind)
 
     def _abort(
-        self, config: ModelConfiguration, backend: Backend, error: ProviderError, *, because: str | None = None
+        self,
+        config: ModelConfiguration,
+        backend: Backend,
+        error: ProviderError,
+        *,
+        because: str | None = None,
     ) -> NoReturn:
         if self.aborted is None:
             text = redact(error.message, [config.resolved_api_key()])
@@ -439,7 +458,9 @@ class JudgeSession:
 
     def _dry_chat(self, config: ModelConfiguration, request: ChatRequest) -> ChatReply:
         prompt = _estimate_prompt_tokens(request["messages"])
-        completion = min(request["max_tokens"] or DRY_RUN_COMPLETION_TOKENS, DRY_RUN_COMPLETION_TOKENS) * request["n"]
+        completion = (
+            min(request["max_tokens"] or DRY_RUN_COMPLETION_TOKENS, DRY_RUN_COMPLETION_TOKENS) * request["n"]
+        )
         amounts: dict[str, float] = {"calls": 1, "prompt_tokens": prompt, "completion_tokens": completion}
         cost = cost_usd(config.model_name, prompt, completion, self.settings.prices)
         if cost is not None:
@@ -450,8 +471,10 @@ class JudgeSession:
         return ChatReply(text=text, choices=[text] * request["n"], structured=schema is not None,
                          model=config.model_name, usage=Usage(prompt, completion))
 
-    # ------------------------------------------------------------------ embeddings and prompt log-probabilities
-    async def embed(self, config: ModelConfiguration, texts: list[str], *, model: str | None = None) -> list[list[float]]:
+    # ------------------------------------------------------------ embeddings and prompt log-probabilities
+    async def embed(
+        self, config: ModelConfiguration, texts: list[str], *, model: str | None = None
+    ) -> list[list[float]]:
         """See :meth:`touchstone.judges.client.JudgeClient.embed`."""
         name = model or config.model_name
 
@@ -505,7 +528,15 @@ class JudgeSession:
             raise self._abort_copy()
         self._configs.setdefault(config.session_key(), config)
         keys = [
-            cache_key({"v": CACHE_VERSION, "kind": kind, "provider": config.cache_identity(), "model": name, "text": t})
+            cache_key(
+                {
+                    "v": CACHE_VERSION,
+                    "kind": kind,
+                    "provider": config.cache_identity(),
+                    "model": name,
+                    "text": t,
+                }
+            )
             for t in texts
         ]
         if self.settings.dry_run:
@@ -529,7 +560,9 @@ class JudgeSession:
 
             async def one(batch: list[tuple[str, str]]) -> list[list[float]]:
                 texts_of = [t for _, t in batch]
-                return await self._with_retries(config, backend, lambda: fetch(backend, texts_of), label=label)
+                return await self._with_retries(
+                    config, backend, lambda: fetch(backend, texts_of), label=label
+                )
 
             results = await asyncio.gather(*(one(b) for b in batches))
             for batch, vectors in zip(batches, results, strict=True):
@@ -585,7 +618,9 @@ def _reply_from(stored: dict[str, Any], *, cached: bool) -> ChatReply:
     return ChatReply(
         text=choices[0] if choices else "",
         choices=choices,
-        logprobs=None if lps is None else [TokenLogprob(t, float(lp), [(a, float(b)) for a, b in top]) for t, lp, top in lps],
+        logprobs=None
+        if lps is None
+        else [TokenLogprob(t, float(lp), [(a, float(b)) for a, b in top]) for t, lp, top in lps],
         structured=bool(stored.get("structured")),
         cached=cached,
         model=str(stored.get("model", "")),

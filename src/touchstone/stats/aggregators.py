@@ -124,7 +124,11 @@ def defect_rate(col: ScoreColumn) -> dict[str, Any]:
     if n == 0:
         return {"defect_rate": None, "defect_level": level}
     flags = (col.values >= level).astype(float)
-    return {"defect_rate": float(flags.mean()), "defect_rate_ci95": list(bootstrap_ci(flags)), "defect_level": level}
+    return {
+        "defect_rate": float(flags.mean()),
+        "defect_rate_ci95": list(bootstrap_ci(flags)),
+        "defect_level": level,
+    }
 
 
 @aggregator("rate_per_level")

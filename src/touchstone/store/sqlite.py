@@ -199,7 +199,8 @@ class RunStore:
     def get_run(self, run_id: str) -> RunInfo | None:
         with self._lock:
             cur = self._conn.execute(
-                "SELECT id, name, started, finished, status, config, metrics, summary, version FROM runs WHERE id = ?",
+                "SELECT id, name, started, finished, status, config, metrics, summary, version "
+                "FROM runs WHERE id = ?",
                 (run_id,),
             )
             row = cur.fetchone()
@@ -252,12 +253,14 @@ class RunStore:
     def get_rows(self, run_id: str) -> list[StoredRow]:
         with self._lock:
             cur = self._conn.execute(
-                "SELECT idx, source, line, data, target, target_error FROM rows WHERE run_id = ? ORDER BY idx",
+                "SELECT idx, source, line, data, target, target_error FROM rows "
+                "WHERE run_id = ? ORDER BY idx",
                 (run_id,),
             )
             rows = cur.fetchall()
         return [
-            StoredRow(r[0], r[1], r[2], json.loads(r[3]), json.loads(r[4]) if r[4] else None, r[5]) for r in rows
+            StoredRow(r[0], r[1], r[2], json.loads(r[3]), json.loads(r[4]) if r[4] else None, r[5])
+            for r in rows
         ]
 
     def put_scores(self, run_id: str, evaluator: str, scores: Iterable[PutScoresItem]) -> None:
@@ -306,7 +309,8 @@ class RunStore:
         self, run_id: str, evaluator: str | None = None, metric: str | None = None
     ) -> list[ScoreValue]:
         """The typed score lines of a run (optionally of one evaluator and/or one metric), ordered
-        by evaluator, row and metric (the store's key order: no sort). Runs stored before schema version 2 have none (their JSON outputs
+        by evaluator, row and metric (the store's key order: no sort). Runs stored before schema
+        version 2 have none (their JSON outputs
         are not back-filled)."""
         sql = (
             "SELECT idx, evaluator, metric, value, label, status, error_kind, passed "
@@ -323,14 +327,18 @@ class RunStore:
         with self._lock:
             rows = self._conn.execute(sql, args).fetchall()
         return [
-            ScoreValue(run_id, r[0], r[1], r[2], r[3], r[4], Status(r[5]), r[6], None if r[7] is None else bool(r[7]))
+            ScoreValue(
+                run_id, r[0], r[1], r[2], r[3], r[4], Status(r[5]), r[6], None if r[7] is None else bool(r[7])
+            )
             for r in rows
         ]
 
     def get_scores(self, run_id: str) -> dict[tuple[int, str], tuple[dict[str, Any], dict[str, Any] | None]]:
         """``{(row index, evaluator): (outputs, usage)}`` for every stored score of the run."""
         with self._lock:
-            cur = self._conn.execute("SELECT idx, evaluator, outputs, usage FROM scores WHERE run_id = ?", (run_id,))
+            cur = self._conn.execute(
+                "SELECT idx, evaluator, outputs, usage FROM scores WHERE run_id = ?", (run_id,)
+            )
             rows = cur.fetchall()
         return {(r[0], r[1]): (json.loads(r[2]), json.loads(r[3]) if r[3] else None) for r in rows}
 
@@ -342,7 +350,9 @@ class RunStore:
 
     def count_scores(self, run_id: str) -> int:
         with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM scores WHERE run_id = ?", (run_id,)).fetchone()[0])
+            return int(
+                self._conn.execute("SELECT COUNT(*) FROM scores WHERE run_id = ?", (run_id,)).fetchone()[0]
+            )
 
 
 def _typed_lines(run_id: str, idx: int, evaluator: str, scores: Sequence[Score]) -> Iterator[tuple[Any, ...]]:

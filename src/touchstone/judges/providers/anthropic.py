@@ -42,7 +42,9 @@ class AnthropicBackend(BackendBase):
             raise ConfigurationError(
                 "the Anthropic adapter needs the anthropic package: pip install 'touchstone[anthropic]'"
             ) from None
-        host = (urlsplit(config.base_url).netloc or config.base_url) if config.base_url else "api.anthropic.com"
+        host = (
+            (urlsplit(config.base_url).netloc or config.base_url) if config.base_url else "api.anthropic.com"
+        )
         super().__init__(settings, host=host)
         # Recorded in the provenance as what this provider does not take; the body never has them.
         self.unsupported.update(NOT_IN_MESSAGES_API)
@@ -59,7 +61,9 @@ class AnthropicBackend(BackendBase):
         """``messages.create`` keywords: system messages joined into ``system``; ``max_tokens``
         always (the API requires it); ``temperature`` unless the model refused it."""
         if request["n"] != 1:
-            raise FatalProviderError("the Messages API returns one completion per request: n > 1 is not supported")
+            raise FatalProviderError(
+                "the Messages API returns one completion per request: n > 1 is not supported"
+            )
         messages = request["messages"]
         body: dict[str, Any] = {
             "model": model,
@@ -87,7 +91,9 @@ class AnthropicBackend(BackendBase):
             raise TransientError(f"timed out after {timeout:g} s") from None
         except anthropic.APIStatusError as exc:
             failure = classify_status(exc.status_code, exc.body, exc.response.headers, body)
-            if exc.status_code == 529:  # Anthropic is overloaded: back off and lower concurrency, as for a 429
+            if (
+                exc.status_code == 529
+            ):  # Anthropic is overloaded: back off and lower concurrency, as for a 429
                 failure = RateLimited(f"overloaded (HTTP 529): {_error_message(exc.body)}", 529,
                                       retry_after=failure.retry_after)
             elif isinstance(failure, FatalProviderError) and "prompt is too long" in failure.message.lower():
@@ -101,13 +107,18 @@ class AnthropicBackend(BackendBase):
             raise TransientError("malformed reply") from None
         try:
             text = "".join(getattr(block, "text", "") or "" for block in msg.content)
-            usage = {"prompt_tokens": int(msg.usage.input_tokens), "completion_tokens": int(msg.usage.output_tokens)}
+            usage = {
+                "prompt_tokens": int(msg.usage.input_tokens),
+                "completion_tokens": int(msg.usage.output_tokens),
+            }
         except (AttributeError, TypeError, ValueError):
             raise TransientError("malformed reply (not a message)") from None
         finish = _FINISH_REASONS.get(str(msg.stop_reason), msg.stop_reason)
         data = {
             "model": str(msg.model),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
+            ],
             "usage": usage,
         }
         return Response(data)

@@ -184,7 +184,9 @@ class BackendBase:
         self.tpm = TokenBucket(self.settings.tpm) if self.settings.tpm else None
 
     async def completions(self, model: str, prompts: list[str], timeout: float) -> Response:
-        raise FatalProviderError(f"{type(self).__name__} has no completions (prompt log-probabilities) endpoint")
+        raise FatalProviderError(
+            f"{type(self).__name__} has no completions (prompt log-probabilities) endpoint"
+        )
 
 
 # --------------------------------------------------------------------------- the former kind strings
@@ -200,7 +202,11 @@ _BY_KIND: dict[str, type[ProviderError]] = {
 
 
 def Failure(
-    kind: str, message: str, status: int | None = None, retry_after: float | None = None, param: str | None = None
+    kind: str,
+    message: str,
+    status: int | None = None,
+    retry_after: float | None = None,
+    param: str | None = None,
 ) -> ProviderError:
     """The error class for one of the former kind strings (``"rate_limit"``, ``"transient"``...);
     named as the former exception class, for adapters written against it."""
@@ -247,7 +253,10 @@ def retry_after_seconds(headers: Any) -> float | None:
                 return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
             except (TypeError, ValueError):
                 pass
-    resets = [parse_duration(headers.get(h) or "") for h in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")]
+    resets = [
+        parse_duration(headers.get(h) or "")
+        for h in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+    ]
     known = [r for r in resets if r is not None]
     return max(known) if known else None
 
@@ -322,14 +331,22 @@ def classify_status(status: int, body: Any, headers: Any, sent: dict[str, Any] |
         return TransientError(f"server error HTTP {status}: {message}", status, retry_after=wait)
     if status in (400, 413, 422):
         lowered = message.lower()
-        if code in _ROW_CODES or "content management policy" in lowered or "maximum context length" in lowered:
+        if (
+            code in _ROW_CODES
+            or "content management policy" in lowered
+            or "maximum context length" in lowered
+        ):
             return RowRejected(f"HTTP {status} {code or ''}: {message}".replace("  ", " "), status)
         if sent is not None:
             for name in _OPTIONAL_PARAMS:
                 named = param == name or re.search(rf"(?<![a-z_]){name}(?![a-z_])", lowered)
                 if name in sent and named:
-                    return UnsupportedParameter(f"the server does not support {name}: {message}", status, param=name)
+                    return UnsupportedParameter(
+                        f"the server does not support {name}: {message}", status, param=name
+                    )
         if status == 413:
             return RowRejected(f"HTTP 413 request too large: {message}", status)
     cause = _STATUS_CAUSE.get(status, f"HTTP {status}")
-    return FatalProviderError(f"HTTP {status}, {cause}: {message}" if message else f"HTTP {status}, {cause}", status)
+    return FatalProviderError(
+        f"HTTP {status}, {cause}: {message}" if message else f"HTTP {status}, {cause}", status
+    )

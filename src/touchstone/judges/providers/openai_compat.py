@@ -50,7 +50,11 @@ class OpenAIBackend(BackendBase):
         self._secret = config.resolved_api_key()
         self._tokens: list[str] = []  # the latest Entra ID tokens handed out: redacted like the key
         headers = dict(getattr(config, "extra_headers", None) or {})
-        common: dict[str, Any] = {"max_retries": 0, "timeout": settings.timeout, "default_headers": headers or None}
+        common: dict[str, Any] = {
+            "max_retries": 0,
+            "timeout": settings.timeout,
+            "default_headers": headers or None,
+        }
         self.transport = resolve_transport(settings.http_transport)
         httpx = _httpx_module(importlib.import_module("openai._base_client"))
         if self.transport == "aiohttp":
@@ -101,13 +105,19 @@ class OpenAIBackend(BackendBase):
         # httpx's connection pool scans all its connections for every request; at high concurrency that
         # costs more CPU than the request itself, so requests are spread over a few smaller clients.
         # aiohttp's pool does not, so one client serves all.
-        shards = 1 if self.transport == "aiohttp" else max(1, min(16, -(-settings.concurrency // CONNECTIONS_PER_CLIENT)))
+        shards = (
+            1
+            if self.transport == "aiohttp"
+            else max(1, min(16, -(-settings.concurrency // CONNECTIONS_PER_CLIENT)))
+        )
         self.clients: list[Any] = [factory() for _ in range(shards)]
         self.client = self.clients[0]
         self._next = 0
         self._raw_type = httpx.Response
 
-    def _entra_tokens(self, provider: Callable[[], Any] | None, credential: Any) -> Callable[[], Awaitable[str]]:
+    def _entra_tokens(
+        self, provider: Callable[[], Any] | None, credential: Any
+    ) -> Callable[[], Awaitable[str]]:
         """The token provider given to ``AsyncAzureOpenAI`` (called before every request, so tokens
         are refreshed as the user's provider or credential refreshes them): ``provider()`` or
         ``credential.get_token(AZURE_SCOPE).token``, sync or async. A token that cannot be had stops
@@ -123,7 +133,9 @@ class OpenAIBackend(BackendBase):
                     value = value.token
             except Exception as exc:
                 detail = redact(str(exc)[:300], [self._secret, *self._tokens])
-                raise FatalProviderError(f"could not get an Entra ID token from {source}: {type(exc).__name__}: {detail}") from None
+                raise FatalProviderError(
+                    f"could not get an Entra ID token from {source}: {type(exc).__name__}: {detail}"
+                ) from None
             if not isinstance(value, str) or not value:
                 raise FatalProviderError(f"{source} returned no Entra ID token (expected a non-empty string)")
             if value not in self._tokens:
@@ -170,7 +182,14 @@ class OpenAIBackend(BackendBase):
         return await self._send("/chat/completions", body, timeout)
 
     async def completions(self, model: str, prompts: list[str], timeout: float) -> Response:
-        body = {"model": model, "prompt": prompts, "max_tokens": 0, "echo": True, "logprobs": 0, "temperature": 0}
+        body = {
+            "model": model,
+            "prompt": prompts,
+            "max_tokens": 0,
+            "echo": True,
+            "logprobs": 0,
+            "temperature": 0,
+        }
         return await self._send("/completions", body, timeout)
 
     async def embed(self, model: str, texts: list[str], timeout: float) -> Response:
