@@ -134,7 +134,7 @@ def test_row_failure_is_recorded_and_run_continues(fake_openai: FakeOpenAIServer
 
 
 def test_dry_run_counts_calls_without_calling(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
-    from touchstone.judges.dryrun import estimate
+    from touchstone.engine.dryrun import estimate
 
     fake_openai.handler = toy_judge_handler
     model = {**config(fake_openai), "model": "gpt-4o-mini"}

@@ -66,8 +66,8 @@ class _progress:
 
 
 def _dry_run(data: Path, plan: EvaluationPlan) -> None:
+    from touchstone.engine.dryrun import estimate
     from touchstone.judges.config import JudgeSettings
-    from touchstone.judges.dryrun import estimate
 
     est = estimate(
         data=str(data),

@@ -10,16 +10,20 @@ turns that did score stay visible in ``evaluation_per_turn``.
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from touchstone.data.kinds import context_documents
-from touchstone.evaluators.base import Outputs
+from touchstone.errors import RunAbortedError
+from touchstone.evaluators.base import Evaluator, Outputs
 from touchstone.scores import ErrorKind
 
 if TYPE_CHECKING:
+    # judging imports this module to score conversations; the evaluator type is named here only
+    # for the checker, so there is no import cycle at run time.
     from touchstone.evaluators.judging import JudgeEvaluator
 
 
@@ -118,13 +122,28 @@ def per_turn_columns(outputs: Sequence[Outputs]) -> dict[str, list[Any]]:
 async def score_conversation(evaluator: JudgeEvaluator, conversation: Mapping[str, Any]) -> Outputs:
     """Judge every assistant turn (concurrently) and aggregate with the evaluator's
     ``conversation_aggregation`` (min, mean or max)."""
-    from touchstone.evaluators.judging import gather_outputs
-
     turns = split_turns(conversation)
     if not turns:
         return evaluator.failure("the conversation has no assistant turn")
     outs = await gather_outputs(evaluator, [evaluator._turn(t) for t in turns])
     return combine_turns(evaluator, outs)
+
+
+async def gather_outputs(evaluator: Evaluator, coros: Sequence[Any]) -> list[Outputs]:
+    """Run judgements concurrently; each one's failure (other than an aborted run) becomes a failure
+    dict, so one bad turn does not hide the others."""
+    results = await asyncio.gather(*coros, return_exceptions=True)
+    outs: list[Outputs] = []
+    for r in results:
+        if isinstance(r, RunAbortedError):
+            raise r
+        if isinstance(r, BaseException):
+            if not isinstance(r, Exception):
+                raise r
+            outs.append(evaluator.failure(r))
+        else:
+            outs.append(r)
+    return outs
 
 
 def combine_turns(evaluator: JudgeEvaluator, outs: Sequence[Outputs]) -> Outputs:

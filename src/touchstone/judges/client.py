@@ -19,63 +19,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator
+from typing import Any
 
 from touchstone.judges.config import JudgeSettings, ModelConfigLike, ModelConfiguration, as_model_config
 
-if TYPE_CHECKING:
-    from touchstone.judges.session import JudgeSession
+# The reply types live in their own module so the session (which builds them) need not import this
+# one; they are re-exported here, where callers have always found them.
+from touchstone.judges.replies import ChatReply, TokenLogprob, Usage, Validator
+from touchstone.judges.session import JudgeSession, current_session
 
-__all__ = ["ChatReply", "JudgeClient", "TokenLogprob", "Usage", "get_judge_client"]
-
-
-@dataclass(frozen=True)
-class TokenLogprob:
-    """One generated token with its log-probability and the most likely alternatives
-    (``top``: ``(token, logprob)`` pairs, best first)."""
-
-    token: str
-    logprob: float
-    top: list[tuple[str, float]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Tokens of one call as the server reported them."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
-@dataclass
-class ChatReply:
-    """The judge's answer.
-
-    ``text`` is the first choice's content and ``choices`` all of them (``n > 1``); ``logprobs`` the
-    first choice's token log-probabilities when they were asked for and returned; ``structured`` is
-    True when the server honoured the JSON-schema response format (False: the text is free-form and
-    must be parsed tolerantly, see :func:`touchstone.judges.parsing.extract_json`); ``cached`` is True
-    when the reply came from the cache (no model call was made)."""
-
-    text: str
-    choices: list[str]
-    logprobs: list[TokenLogprob] | None = None
-    structured: bool = False
-    cached: bool = False
-    model: str = ""
-    usage: Usage = field(default_factory=Usage)
-    finish_reason: str | None = None
-
-
-Validator = Callable[[ChatReply], Any]
-"""Raises ``ValueError`` when a reply is unusable (e.g. violates the schema): the call is retried
-(counted as a retry) and an invalid reply is never cached."""
+__all__ = ["ChatReply", "JudgeClient", "TokenLogprob", "Usage", "Validator", "get_judge_client"]
 
 
 class JudgeClient:
@@ -98,8 +52,6 @@ class JudgeClient:
 
     def _session(self) -> tuple[JudgeSession, bool]:
         """The run's session, else this handle's standalone session for the running loop."""
-        from touchstone.judges.session import JudgeSession, current_session
-
         session = current_session()
         if session is not None:
             return session, False

@@ -30,7 +30,6 @@ from typing import Any, NoReturn, TypeVar
 from touchstone.engine.context import RunContext, add_usage, register_run_hook
 from touchstone.errors import ConfigurationError, RunAbortedError
 from touchstone.judges.cache import JudgeCache, cache_key
-from touchstone.judges.client import ChatReply, TokenLogprob, Usage, Validator
 from touchstone.judges.config import JudgeSettings, ModelConfiguration
 from touchstone.judges.errors import (
     FatalProviderError,
@@ -45,6 +44,7 @@ from touchstone.judges.errors import (
 from touchstone.judges.pricing import cost_usd
 from touchstone.judges.providers.base import Backend, ChatRequest, Response
 from touchstone.judges.providers.registry import make_backend
+from touchstone.judges.replies import ChatReply, TokenLogprob, Usage, Validator
 
 _T = TypeVar("_T")
 
