@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from touchstone.judges.client import JudgeClient
 
 
-def judge_client(model_config: Any) -> Any:
+def judge_client(model_config: Any) -> JudgeClient:
     """The shared judge client for ``model_config`` (imported late: the judge layer is optional here)."""
-    return importlib.import_module("touchstone.judges").get_judge_client(model_config)
+    client: JudgeClient = importlib.import_module("touchstone.judges").get_judge_client(model_config)
+    return client
 
 
 def describe_config(model_config: Any) -> dict[str, Any]:

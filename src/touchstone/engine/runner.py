@@ -163,7 +163,7 @@ def _run_config(
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
     source = str(data) if isinstance(data, (str, os.PathLike)) else f"<{type(data).__name__}>"
-    return _without_secrets(
+    config: dict[str, Any] = _without_secrets(
         {
             "data": source,
             "evaluators": {
@@ -182,6 +182,7 @@ def _run_config(
             "python": sys.version.split()[0],
         }
     )
+    return config
 
 
 _SECRET_KEYS = frozenset({"api_key", "azure_ad_token_provider", "credential", "token", "password", "secret"})
@@ -347,7 +348,7 @@ class _Runner:
         for k, (i, out) in enumerate(pairs):
             records.append((i, out if encoded is None else encoded[k], out.failed, None, out.scores))
             scores[i, name] = (out, None)
-        self.store.put_scores(self.ctx.run_id, name, records)  # type: ignore[arg-type]
+        self.store.put_scores(self.ctx.run_id, name, records)
 
     async def _run_sync_one(self, name: str, ev: Evaluator, indices: list[int], executor: Executor) -> None:
         plan = self._plan(name)
@@ -507,7 +508,7 @@ def build_result(
                         {name: ev.aggregator_options() for name, ev in evs.items()})
     unscored = [name for name, ev in evs.items() if not summary.get(f"{name}.{ev.info.key}", {}).get("n")]
     info = store.get_run(run_id)
-    run = info.as_dict() if info is not None else {"id": run_id}
+    run: dict[str, Any] = info.as_dict() if info is not None else {"id": run_id}
     run["status"] = _run_status(per_eval, missing=missing, aborted=aborted)
     run["usage"] = usage_total
     run["unscored_metrics"] = unscored

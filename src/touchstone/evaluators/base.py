@@ -179,10 +179,10 @@ class Evaluator:
     @property
     def info(self) -> MetricInfo:
         """This metric's metadata (built once from the declarations, then kept with the instance)."""
-        info = self.__dict__.get("_info")
+        info: MetricInfo | None = self.__dict__.get("_info")
         if info is None:
             info = self.__dict__["_info"] = self.describe()
-        return info  # type: ignore[no-any-return]
+        return info
 
     def describe(self) -> MetricInfo:
         """The :class:`MetricInfo` of this instance (its declarations as one value)."""
@@ -320,10 +320,12 @@ class Evaluator:
         return {}
 
     # ----------------------------------------------------------------- to implement
-    def _score(self, **inputs: Any) -> Outputs:
+    # A subclass returns an Outcome, or a plain dict of outputs as the compatible SDK's evaluators
+    # do: every caller passes the value through :meth:`as_outcome`.
+    def _score(self, **inputs: Any) -> Outputs | Mapping[str, Any]:
         raise NotImplementedError
 
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outputs | Mapping[str, Any]:
         return self._score(**inputs)
 
     # ----------------------------------------------------------------- output helpers

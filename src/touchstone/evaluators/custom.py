@@ -198,7 +198,7 @@ class FunctionMetric(FunctionEvaluator):
 
     def _wrap(self, value: Any) -> Outputs:
         if isinstance(value, Mapping):
-            return dict(value)
+            return self.as_outcome(dict(value))
         if isinstance(value, bool):
             value = float(value)
         if not isinstance(value, (int, float)):
@@ -239,7 +239,7 @@ def _load_function(ref: str, base: Path) -> Callable[..., Any]:
             module = importlib.import_module(where)
         except ImportError as exc:
             raise ConfigurationError(f"function {ref!r}: cannot import {where}: {exc}") from None
-    fn = getattr(module, attr, None)
+    fn: object = getattr(module, attr, None)
     if not callable(fn):
         raise ConfigurationError(f"function {ref!r}: {attr} is not a callable in {where}")
     return fn

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any, ClassVar
 
@@ -172,12 +172,12 @@ class BleuScoreEvaluator(_SacrebleuEvaluator):
         }
 
     def _make_metric(self) -> Any:
-        from sacrebleu.metrics import BLEU
+        from sacrebleu.metrics.bleu import BLEU
 
         return BLEU(tokenize=self.tokenize, lowercase=self.lowercase, effective_order=True)
 
     def corpus_value(self, stats: list[list[int]]) -> float:
-        from sacrebleu.metrics import BLEU
+        from sacrebleu.metrics.bleu import BLEU
 
         total = _sum_stats(stats)
         order = self._metric.max_ngram_order
@@ -238,7 +238,7 @@ class ChrfScoreEvaluator(_SacrebleuEvaluator):
         }
 
     def _make_metric(self) -> Any:
-        from sacrebleu.metrics import CHRF
+        from sacrebleu.metrics.chrf import CHRF
 
         return CHRF(
             char_order=self.char_order,
@@ -307,8 +307,8 @@ def _treebank_tokenize() -> Any:
     ``re`` (possessive quantifiers need Python 3.11) nltk's tokenizer is used for everything."""
     from nltk.tokenize import NLTKWordTokenizer
 
-    reference = NLTKWordTokenizer().tokenize
-    fast = _stdlib_treebank(NLTKWordTokenizer)
+    reference: Callable[[str], list[str]] = NLTKWordTokenizer().tokenize
+    fast: Callable[[str], list[str]] | None = _stdlib_treebank(NLTKWordTokenizer)
     if fast is None:
         return reference
     odd = _ODD_ASCII.search

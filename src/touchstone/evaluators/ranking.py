@@ -269,7 +269,8 @@ class RankingEvaluator(Evaluator):
         labels = labels.astype(np.float64)
         if self.gain == "linear":
             return labels
-        return np.exp2(labels) - 1.0
+        gains: np.ndarray = np.exp2(labels) - 1.0
+        return gains
 
 
 def _padded(lists: Sequence[Sequence[int]], min_width: int = 0) -> np.ndarray:

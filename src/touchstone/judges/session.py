@@ -187,7 +187,7 @@ class JudgeSession:
         self._count(**amounts)
 
     def _backoff(self, attempt: int) -> float:
-        base = min(self.settings.backoff_max, self.settings.backoff_base * 2 ** max(0, attempt - 1))
+        base: float = min(self.settings.backoff_max, self.settings.backoff_base * 2 ** max(0, attempt - 1))
         return base * self._rng.uniform(0.5, 1.0)
 
     # ------------------------------------------------------------------ chat
