@@ -123,7 +123,8 @@ def plain(model: Any, rows: list[dict[str, str]]) -> list[float]:
     r = model.encode([row["response"] for row in rows], batch_size=64, convert_to_numpy=True)
     g = model.encode([row["ground_truth"] for row in rows], batch_size=64, convert_to_numpy=True)
     dots = np.einsum("ij,ij->i", r, g)
-    return (dots / (np.linalg.norm(r, axis=1) * np.linalg.norm(g, axis=1))).tolist()
+    cosines: list[float] = (dots / (np.linalg.norm(r, axis=1) * np.linalg.norm(g, axis=1))).tolist()
+    return cosines
 
 
 def per_row_loop(model: Any, rows: list[dict[str, str]]) -> list[float]:

@@ -55,7 +55,7 @@ def run_ranx(rows: list[dict[str, Any]]) -> tuple[float, dict[str, np.ndarray]]:
         }
     )
     res = evaluate(qrels, run, ["ndcg@10", "mrr", "recall@10", "precision@10"], return_mean=False)
-    return time.perf_counter() - started, res  # type: ignore[return-value]
+    return time.perf_counter() - started, res
 
 
 def run_pytrec(rows: list[dict[str, Any]]) -> tuple[float, dict[str, np.ndarray]]:

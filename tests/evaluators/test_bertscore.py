@@ -4,7 +4,9 @@ all-MiniLM-L6-v2; nothing is downloaded)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,7 +68,7 @@ def evaluator() -> BertScoreEvaluator:
     return BertScoreEvaluator(batch_size=16)
 
 
-def assert_same(outs: list[dict], ref: tuple) -> None:
+def assert_same(outs: Sequence[Mapping[str, Any]], ref: tuple[Any, ...]) -> None:
     p, r, f = (t.tolist() for t in ref)
     for i, out in enumerate(outs):
         assert out["bertscore_precision"] == pytest.approx(p[i], abs=1e-5)

@@ -29,6 +29,7 @@ from touchstone.evaluators.overlap import (
     WordTokenizer,
     lcs_length,
 )
+from touchstone.scores import Outcome
 
 TOL = 1e-9
 N = 1100
@@ -207,7 +208,7 @@ def test_bleu_against_definition_and_sacrebleu(cases: list[tuple[str, list[str]]
     expected = sacrebleu.corpus_bleu([h for h, _ in cases], streams).score / 100  # type: ignore[arg-type]
     assert ev.corpus_metrics(_rows(cases), outs)["corpus_bleu"] == pytest.approx(expected, abs=TOL)
     # the same without stored statistics (recomputed from the inputs)
-    bare = [{k: v for k, v in o.items() if k != "bleu_properties"} for o in outs]
+    bare = [Outcome(o.scores, {k: v for k, v in o.items() if k != "bleu_properties"}) for o in outs]
     assert ev.corpus_metrics(_rows(cases), bare)["corpus_bleu"] == pytest.approx(expected, abs=TOL)
 
 
@@ -390,7 +391,8 @@ def _meteor_definition(hyp: list[str], ref: list[str], alpha: float, beta: float
     chunks = 1 + sum(
         1 for a, b in itertools.pairwise(matches) if not (b[0] == a[0] + 1 and b[1] == a[1] + 1)
     )
-    return (1 - gamma * (chunks / len(matches)) ** beta) * fmean
+    score: float = (1 - gamma * (chunks / len(matches)) ** beta) * fmean
+    return score
 
 
 @pytest.mark.parametrize("params", [(0.9, 3.0, 0.5), (0.8, 2.0, 0.3)])
@@ -416,7 +418,7 @@ def test_meteor_without_wordnet_equals_nltk_with_no_synonyms() -> None:
     assert ev.options()["wordnet"] is False
     tok = WordTokenizer()
     for hyp, refs in _cases(99, 200):
-        expected = meteor_score([tok(r) for r in refs], tok(hyp), wordnet=NoSynonyms())  # type: ignore[arg-type]
+        expected = meteor_score([tok(r) for r in refs], tok(hyp), wordnet=NoSynonyms())
         assert ev(response=hyp, ground_truth=refs)["meteor"] == pytest.approx(expected, abs=TOL)
 
 

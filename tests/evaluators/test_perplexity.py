@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,7 +125,7 @@ def test_needs_a_model() -> None:
 
 # ------------------------------------------------------------------- completions endpoint (echo)
 def test_completions_endpoint_prompt_logprobs(
-    tmp_path: Path, fake_openai: object, judge_config: dict
+    tmp_path: Path, fake_openai: object, judge_config: dict[str, Any]
 ) -> None:
     from tests.fakes.openai_server import _tokens, fake_token_logprob
 

@@ -46,7 +46,7 @@ SDK_KEYS = (
 def engine_score(ev: Any, **inputs: Any) -> dict[str, Any]:
     """Score as the engine does (a failure becomes a dict with ``m_error``; a direct call raises, as
     the compatible SDK's evaluators do)."""
-    return asyncio.run(ev.ascore(ev.check_call_inputs(inputs)))  # type: ignore[no-any-return]
+    return asyncio.run(ev.ascore(ev.check_call_inputs(inputs)))
 
 
 def blocks(text: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ import json
 import math
 import pickle
 import random
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,7 @@ def test_against_ranx_both_gains_and_thresholds(cases: list[dict[str, Any]]) -> 
     }
     outs = {key: ev.score_batch(rows) for key, ev in evs.items()}
 
-    def check(ours: list[dict[str, float]], key: str, theirs: Any) -> None:
+    def check(ours: Sequence[Mapping[str, Any]], key: str, theirs: Any) -> None:
         for i, o in enumerate(ours):
             assert o[key] == pytest.approx(float(theirs[i]), abs=TOL), (i, key, o[key], float(theirs[i]))
 
@@ -259,17 +260,19 @@ def _dr_definition(case: dict[str, Any]) -> dict[str, float]:
     ideal = sorted(labels.values(), reverse=True)
     n = len(case["retrieved_documents"])
     holes = len([d for d in ranked if d not in labels])
-    zero = {k: 0 for k in DR_KEYS}
+    zero: dict[str, float] = {k: 0 for k in DR_KEYS}
     zero.update(holes=holes, holes_ratio=holes / n if n else 0, total_retrieved_documents=n)
     zero["total_ground_truth_documents"] = len(case["retrieval_ground_truth"])
     if not ranked or not any(got):
         return zero
 
     def dcg(ls: list[int]) -> float:
-        return sum((2**lab - 1) / math.log2(r + 1) for r, lab in zip(range(1, 4), ls, strict=False))
+        total: float = sum((2**lab - 1) / math.log2(r + 1) for r, lab in zip(range(1, 4), ls, strict=False))
+        return total
 
     def weight(ls: list[int]) -> float:
-        return sum(2 ** (lab + 1) - 1 for lab in ls if lab > case["label_min"])
+        total: float = sum(2 ** (lab + 1) - 1 for lab in ls if lab > case["label_min"])
+        return total
 
     return {
         **zero,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,7 @@ def test_each_distinct_text_is_encoded_once_in_one_pass(reference_model: Any) ->
     calls: list[list[str]] = []
     real = ev.local.encode
 
-    def spy(texts: list[str]) -> np.ndarray:
+    def spy(texts: Sequence[str]) -> np.ndarray:
         calls.append(list(texts))
         return real(texts)
 
@@ -208,7 +209,7 @@ def served_cosine(response: str, truths: list[str], dim: int = 8) -> float:
 def test_api_equals_cosine_of_served_vectors_with_few_requests(
     tmp_path: Path, fake_openai: Any, judge_config: dict[str, str]
 ) -> None:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "response": f"answer {i % 9}",
             "ground_truth": ["gold answer", f"other {i % 4}"] if i % 2 else "gold answer",

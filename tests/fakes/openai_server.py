@@ -176,6 +176,8 @@ class FaultPlan:
 
 
 Handler = Callable[[FakeRequest], "Reply | str | dict[str, Any] | None"]
+RawAnswer = tuple[int, bytes, dict[str, str], str | None, float]
+"""What the HTTP layer sends: status, body, headers, an action (``hang``/``drop``) and a delay."""
 
 
 def schema_instance(schema: dict[str, Any], *, prefer: int = 4, root: dict[str, Any] | None = None) -> Any:
@@ -624,7 +626,9 @@ class FakeOpenAIServer:
             return reply.status, payload, reply.headers, None, delay
         return 200, self._completion(body, reply), reply.headers, None, delay
 
-    def _scripted(self, fault: str | None, request: FakeRequest, delay: float) -> tuple[Reply, float, Any]:
+    def _scripted(
+        self, fault: str | None, request: FakeRequest, delay: float
+    ) -> tuple[Reply, float, RawAnswer | None]:
         """The handler's reply (or the injected schema violation), its latency, and the raw answer to
         send at once for a hang, a dropped connection or verbatim bytes (else None)."""
         if fault == "schema":
@@ -794,7 +798,7 @@ def text_completions(body: dict[str, Any]) -> tuple[int, bytes, dict[str, str]]:
         return 400, json.dumps(err).encode(), {}
     prompt = body.get("prompt")
     prompts = [prompt] if isinstance(prompt, str) else list(prompt or [])
-    choices = []
+    choices: list[dict[str, Any]] = []
     for i, text in enumerate(prompts):
         tokens = _tokens(str(text)) if text else []
         offsets = [sum(len(t) for t in tokens[:k]) for k in range(len(tokens))]

@@ -15,6 +15,7 @@ from typing import Any
 
 from tests.fakes.judge_eval import ToyJudgeEvaluator
 from touchstone import evaluate
+from touchstone.evaluators.base import Outputs
 
 
 def main() -> None:
@@ -22,7 +23,7 @@ def main() -> None:
     kill_on = args.get("kill_on")
 
     class KillingJudge(ToyJudgeEvaluator):
-        async def _ascore(self, **inputs: Any) -> dict[str, Any]:
+        async def _ascore(self, **inputs: Any) -> Outputs:
             out = await super()._ascore(**inputs)
             if inputs["query"] == kill_on:
                 os.kill(os.getpid(), signal.SIGKILL)

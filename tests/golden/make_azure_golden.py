@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 if __name__ == "__main__":
-    from azure.ai.evaluation import F1ScoreEvaluator, evaluate  # type: ignore[import-not-found]
+    from azure.ai.evaluation import F1ScoreEvaluator, evaluate
 
     rows = [
         {"response": "the cat sat", "ground_truth": "a cat sat", "extra": 1},

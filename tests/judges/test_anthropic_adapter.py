@@ -83,7 +83,7 @@ def test_fake_messages_endpoint_answers_and_rejects_like_the_api(server: FakeOpe
     real API refuses refused."""
     url = f"{server.endpoint}/v1/messages"
     headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
-    good = {
+    good: dict[str, Any] = {
         "model": MODEL,
         "max_tokens": 50,
         "system": SYSTEM,

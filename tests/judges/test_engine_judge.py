@@ -14,7 +14,7 @@ from touchstone import RunStore, evaluate
 from touchstone.errors import RunAbortedError
 
 KEY = "sk-test-secret-key-abcdef123456"
-FAST = {"timeout": 0.5, "judge_settings": {"backoff_base": 0.001, "backoff_max": 0.01}}
+FAST: dict[str, Any] = {"timeout": 0.5, "judge_settings": {"backoff_base": 0.001, "backoff_max": 0.01}}
 
 
 def rows(n: int) -> list[dict[str, str]]:

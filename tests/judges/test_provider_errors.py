@@ -39,7 +39,7 @@ from touchstone.judges.errors import (
 from touchstone.judges.providers.base import classify_status
 
 KEY = "sk-test-secret-key-abcdef123456"
-FAST = {"timeout": 2.0, "judge_settings": {"backoff_base": 0.001, "backoff_max": 0.01}}
+FAST: dict[str, Any] = {"timeout": 2.0, "judge_settings": {"backoff_base": 0.001, "backoff_max": 0.01}}
 SENT = {
     "model": "m",
     "messages": [],

@@ -16,7 +16,7 @@ from touchstone import evaluate
 from touchstone.judges import JudgeSettings, OpenAIModelConfiguration, get_judge_client, judge_session
 
 KEY = "sk-test-secret-key-abcdef123456"
-FAST = {"timeout": 2.0, "judge_settings": {"backoff_base": 0.001, "backoff_max": 0.01}}
+FAST: dict[str, Any] = {"timeout": 2.0, "judge_settings": {"backoff_base": 0.001, "backoff_max": 0.01}}
 
 
 def rows(n: int) -> list[dict[str, str]]:

@@ -114,7 +114,7 @@ def test_aggregate_equals_the_definition(seed: int) -> None:
     for key, entry in want_summary.items():
         assert {k: summary[key][k] for k in entry} == entry
         found = [o.score(key.split(".")[1]) for o in outcomes[key[0]] if o is not None]
-        values = [sc.value for sc in found if sc is not None and sc.ok]
+        values = [sc.value for sc in found if sc is not None and sc.ok and sc.value is not None]
         assert summary[key]["mean"] == pytest.approx(float(np.mean(values)), abs=1e-12)
     for name in ("a", "b"):
         # the main score is always listed, even when no row scored it
