@@ -320,6 +320,13 @@ def test_the_allowed_engine_module_depends_on_nothing_of_ours() -> None:
     assert [t for t, _ in _all_imports(module, _parse(module))] == []
 
 
+@pytest.mark.parametrize("name", ["touchstone.scores", "touchstone.errors"])
+def test_the_foundation_modules_import_nothing_of_ours(name: str) -> None:
+    """Scores and errors are read by every layer, so they depend on none."""
+    module = MODULES[name]
+    assert [t for t, _ in _all_imports(module, _parse(module))] == []
+
+
 @pytest.mark.parametrize("source, forbidden, allowed", LAYER_RULES)
 def test_every_layer_rule_names_real_packages(source: str, forbidden: str, allowed: frozenset[str]) -> None:
     assert source in MODULES and MODULES[source].is_package
