@@ -14,6 +14,12 @@ from touchstone.errors import (
     RunAbortedError,
     UnknownMetricError,
 )
+from touchstone.evaluators.agent import (
+    IntentResolutionEvaluator,
+    ResponseCompletenessEvaluator,
+    TaskAdherenceEvaluator,
+    ToolCallAccuracyEvaluator,
+)
 from touchstone.evaluators.base import Evaluator, FunctionEvaluator, InputSpec
 from touchstone.evaluators.bertscore import BertScoreEvaluator
 from touchstone.evaluators.custom import FunctionMetric, RubricEvaluator, function_metric, metrics_from_file
@@ -63,6 +69,7 @@ __all__ = [
     "GroundednessEvaluator",
     "InputSpec",
     "InputValidationError",
+    "IntentResolutionEvaluator",
     "MeteorScoreEvaluator",
     "OpenAIModelConfiguration",
     "PerplexityEvaluator",
@@ -70,6 +77,7 @@ __all__ = [
     "QAEvaluator",
     "RankingEvaluator",
     "RelevanceEvaluator",
+    "ResponseCompletenessEvaluator",
     "RetrievalEvaluator",
     "RetrievalScoreEvaluator",
     "RougeScoreEvaluator",
@@ -78,6 +86,8 @@ __all__ = [
     "RunAbortedError",
     "RunStore",
     "SimilarityEvaluator",
+    "TaskAdherenceEvaluator",
+    "ToolCallAccuracyEvaluator",
     "UnknownMetricError",
     "__version__",
     "available_metrics",

@@ -21,6 +21,7 @@ _MODULES = [
     "touchstone.evaluators.retrieval_judge",
     "touchstone.evaluators.bertscore",
     "touchstone.evaluators.perplexity",
+    "touchstone.evaluators.agent",
 ]
 _loaded = False
 
