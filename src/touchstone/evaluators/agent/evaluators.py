@@ -53,8 +53,16 @@ INTERMEDIATE = "Intermediate response. Please provide the agent's final response
 NO_TOOL_CALLS = "No tool calls found in response or provided tool_calls."
 NO_DEFINITIONS = "Tool definitions input is required but not provided"
 MISSING_DEFINITIONS = "Tool definitions for all tool calls must be provided."
-_NOT_PROMOTED = ("_total_tokens", "_prompt_tokens", "_completion_tokens", "_finish_reason",
-                 "_sample_input", "_sample_output", "_model", "_details")
+_NOT_PROMOTED = (
+    "_total_tokens",
+    "_prompt_tokens",
+    "_completion_tokens",
+    "_finish_reason",
+    "_sample_input",
+    "_sample_output",
+    "_model",
+    "_details",
+)
 """Per-turn keys whose last value the SDK does not repeat at the top of a conversation's outputs."""
 
 
@@ -87,7 +95,9 @@ def verdict_schema(values: Sequence[int], details: Mapping[str, Any] | None = No
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
-def verdict_reader(low: float, high: float, *, integral: bool = False) -> Callable[[str], tuple[Verdict | None, str | None]]:
+def verdict_reader(
+    low: float, high: float, *, integral: bool = False
+) -> Callable[[str], tuple[Verdict | None, str | None]]:
     """A reader of replies ``{"reason", "status"?, "score", "properties"?}``: a score on ``low..high``
     (only whole values when ``integral``), or ``"status": "skipped"``."""
 
@@ -154,11 +164,10 @@ class AgentJudgeEvaluator(JudgeEvaluator):
 
     # ------------------------------------------------------------------ calling
     def check_call_inputs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """The base checks (known inputs, one complete input set), then the SDK's message checks, so a
-        direct call raises before anything is sent, as the SDK's evaluators do."""
-        inputs = super().check_call_inputs(kwargs)
-        self.validate(inputs)
-        return inputs
+        """The SDK's message checks (with its messages, a missing input included), then the base checks
+        (known inputs, one complete input set), so a direct call raises before anything is sent."""
+        self.validate({k: v for k, v in kwargs.items() if v is not None})
+        return super().check_call_inputs(kwargs)
 
     def validate(self, inputs: Mapping[str, Any]) -> None:
         """Raise :class:`AgentInputError` when an input is not in the SDK's message format."""
@@ -289,8 +298,11 @@ class AgentJudgeEvaluator(JudgeEvaluator):
     async def _conversation(self, conversation: Mapping[str, Any]) -> Outputs:
         rows = self.turns(conversation)
         if not rows:
-            raise AgentInputError(self.metric, "conversation",
-                                  "The conversation has no user message followed by an assistant message.")
+            raise AgentInputError(
+                self.metric,
+                "conversation",
+                "The conversation has no user message followed by an assistant message.",
+            )
         outs = list(await asyncio.gather(*(self._one(row) for row in rows)))
         if len(outs) == 1:
             return outs[0]
@@ -313,7 +325,8 @@ class AgentJudgeEvaluator(JudgeEvaluator):
         value = self._aggregate(scores) if scores else None
         last = outs[-1].main
         main = Score(
-            self.score_key, None if value is None else float(value),
+            self.score_key,
+            None if value is None else float(value),
             label=None if value is not None else "not_applicable",
             reason=last.reason if last else None,
             passed=None if value is None else self.passes(float(value)),
@@ -338,14 +351,30 @@ def _turn_text(content: Any) -> str:
     return content if isinstance(content, str) else content_text(content)
 
 
-_QUERY = InputSpec("query", "any", required=False,
-                   description="what the user asked: a string, or the messages up to the user's last one")
-_RESPONSE = InputSpec("response", "any", required=False,
-                      description="the agent's answer: a string, or its messages (tool calls and results)")
-_TOOL_DEFINITIONS = InputSpec("tool_definitions", "any", required=False,
-                              description="the tools the agent could call: [{name, description, parameters}]")
-_CONVERSATION = InputSpec("conversation", "any", required=False,
-                          description="a chat: {messages}, each user message paired with the next reply")
+_QUERY = InputSpec(
+    "query",
+    "any",
+    required=False,
+    description="what the user asked: a string, or the messages up to the user's last one",
+)
+_RESPONSE = InputSpec(
+    "response",
+    "any",
+    required=False,
+    description="the agent's answer: a string, or its messages (tool calls and results)",
+)
+_TOOL_DEFINITIONS = InputSpec(
+    "tool_definitions",
+    "any",
+    required=False,
+    description="the tools the agent could call: [{name, description, parameters}]",
+)
+_CONVERSATION = InputSpec(
+    "conversation",
+    "any",
+    required=False,
+    description="a chat: {messages}, each user message paired with the next reply",
+)
 
 
 @register
@@ -363,14 +392,24 @@ class ResponseCompletenessEvaluator(AgentJudgeEvaluator):
         _RESPONSE,
         InputSpec("ground_truth", "any", required=False, description="the expected answer"),
         _CONVERSATION,
-        InputSpec("messages", "any", required=False,
-                  description="a chat's messages (with ground_truth: the expected answer of every reply)"),
+        InputSpec(
+            "messages",
+            "any",
+            required=False,
+            description="a chat's messages (with ground_truth: the expected answer of every reply)",
+        ),
     )
     input_modes = (("response", "ground_truth"), ("conversation",), ("messages",))
     conversation_fields = ("response", "ground_truth")
     description = "LLM judge: does the response carry all of the ground truth's information (1-5)"
 
     def validate(self, inputs: Mapping[str, Any]) -> None:
+        if not any(inputs.get(n) is not None for n in ("conversation", "messages")) and not (
+            inputs.get("response") is not None and inputs.get("ground_truth") is not None
+        ):
+            raise self.checker.fail(
+                None, f"{type(self).__name__}: Either 'conversation' or individual inputs must be provided."
+            )
         if inputs.get("conversation") is not None or inputs.get("messages") is not None:
             value = inputs.get("conversation")
             if value is None:
@@ -393,7 +432,9 @@ class ResponseCompletenessEvaluator(AgentJudgeEvaluator):
             gt = inputs.get("ground_truth")
             if gt is not None:
                 messages = [
-                    {**m, "ground_truth": gt} if m.get("role") == "assistant" and "ground_truth" not in m else m
+                    {**m, "ground_truth": gt}
+                    if m.get("role") == "assistant" and "ground_truth" not in m
+                    else m
                     for m in messages
                 ]
             inputs = {"conversation": {"messages": messages}}
@@ -513,8 +554,14 @@ _TCA_DETAILS: dict[str, Any] = {
                     "tool_call_errors": _COUNT,
                     "tool_success_result": {"type": "string", "enum": ["pass", "fail"]},
                 },
-                "required": ["tool_name", "total_calls_required", "correct_calls_made_by_agent",
-                             "correct_tool_percentage", "tool_call_errors", "tool_success_result"],
+                "required": [
+                    "tool_name",
+                    "total_calls_required",
+                    "correct_calls_made_by_agent",
+                    "correct_tool_percentage",
+                    "tool_call_errors",
+                    "tool_success_result",
+                ],
                 "additionalProperties": False,
             },
         },
@@ -553,8 +600,13 @@ _TCA_DETAILS: dict[str, Any] = {
             "additionalProperties": False,
         },
     },
-    "required": ["tool_calls_made_by_agent", "correct_tool_calls_made_by_agent", "per_tool_call_details",
-                 "excess_tool_calls", "missing_tool_calls"],
+    "required": [
+        "tool_calls_made_by_agent",
+        "correct_tool_calls_made_by_agent",
+        "per_tool_call_details",
+        "excess_tool_calls",
+        "missing_tool_calls",
+    ],
     "additionalProperties": False,
 }
 """The judge's counts of correct, excess and missing calls, reported in ``tool_call_accuracy_properties``
@@ -582,8 +634,12 @@ class ToolCallAccuracyEvaluator(AgentJudgeEvaluator):
     inputs = (
         InputSpec("query", "any", description="the conversation up to the calls: a string or messages"),
         InputSpec("tool_definitions", "any", description="the tools the agent could call"),
-        InputSpec("tool_calls", "any", required=False,
-                  description="the calls to judge: [{type: tool_call, tool_call_id, name, arguments}]"),
+        InputSpec(
+            "tool_calls",
+            "any",
+            required=False,
+            description="the calls to judge: [{type: tool_call, tool_call_id, name, arguments}]",
+        ),
         _RESPONSE,
     )
     description = "LLM judge: were the agent's tool calls the right ones, with the right arguments (1-5)"
@@ -592,7 +648,9 @@ class ToolCallAccuracyEvaluator(AgentJudgeEvaluator):
         query_problem = self.checker.messages_problem(inputs.get("query"), "Query", "query")
         if query_problem:
             raise query_problem
-        definitions_problem = self.checker.tool_definitions_problem(inputs.get("tool_definitions"), required=True)
+        definitions_problem = self.checker.tool_definitions_problem(
+            inputs.get("tool_definitions"), required=True
+        )
         if definitions_problem:
             raise definitions_problem
         response = inputs.get("response")

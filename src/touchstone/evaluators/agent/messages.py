@@ -37,11 +37,17 @@ BUILT_IN_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "bing_grounding": (
         "Searches the web and returns pages to ground the answer in.",
-        {"type": "object", "properties": {"requesturl": {"type": "string", "description": "the search request"}}},
+        {
+            "type": "object",
+            "properties": {"requesturl": {"type": "string", "description": "the search request"}},
+        },
     ),
     "bing_custom_search": (
         "Searches a configured subset of web sites.",
-        {"type": "object", "properties": {"requesturl": {"type": "string", "description": "the search request"}}},
+        {
+            "type": "object",
+            "properties": {"requesturl": {"type": "string", "description": "the search request"}},
+        },
     ),
     "file_search": (
         "Searches uploaded files; one call may return several results.",
@@ -118,9 +124,10 @@ class Checker:
         if "content" not in message:
             return "Each message must contain a 'content' field."
         role, content = message["role"], message["content"]
-        if not (isinstance(content, str) or (
-            isinstance(content, list) and all(item and isinstance(item, Mapping) for item in content)
-        )):
+        if not (
+            isinstance(content, str)
+            or (isinstance(content, list) and all(item and isinstance(item, Mapping) for item in content))
+        ):
             return "The 'content' field must be a string or a list of dictionaries messages."
         if len(content) == 0:
             return "The 'content' field can't be empty."
@@ -129,29 +136,10 @@ class Checker:
         if not all("type" in item for item in content):
             return "Each content item in the 'content' list must contain a 'type' field."
         if role in USER_ROLES:
-            for item in content:
-                if item["type"] not in ("text", "input_text"):
-                    return (f"Invalid content type '{item['type']}' for message with role '{role}'. "
-                            "Must be 'text' or 'input_text'.")
-                problem = _text_item_problem(item, role)
-                if problem:
-                    return problem
-        elif role == "assistant":
-            allowed = ["text", "output_text", "tool_call", "function_call", "mcp_approval_request", "openapi_call"]
-            for item in content:
-                kind = item["type"]
-                if kind not in allowed:
-                    return (f"Invalid content type '{kind}' for message with role 'assistant'. "
-                            f"Must be one of {allowed}.")
-                if kind in ("text", "output_text"):
-                    problem = _text_item_problem(item, "assistant")
-                elif kind in ("tool_call", "function_call", "openapi_call"):
-                    problem = tool_call_problem(item)
-                else:
-                    problem = None
-                if problem:
-                    return problem
-        elif role == "tool":
+            return _user_items_problem(content, str(role))
+        if role == "assistant":
+            return _assistant_items_problem(content)
+        if role == "tool":
             return _tool_message_problem(message, content)
         return None
 
@@ -163,18 +151,22 @@ class Checker:
         if isinstance(value, str):
             return None
         if not isinstance(value, list):
-            return self.fail("tool_definitions", "Tool definitions must be provided as a list of dictionaries.")
+            return self.fail(
+                "tool_definitions", "Tool definitions must be provided as a list of dictionaries."
+            )
         for definition in value:
             if not isinstance(definition, Mapping):
                 return self.fail("tool_definitions", "Each tool definition must be a dictionary.")
             if definition.get("type") == "openapi":
                 functions = definition.get("functions")
                 if "functions" not in definition:
-                    return self.fail("tool_definitions",
-                                     "Each openapi tool definition must contain a 'functions' field.")
+                    return self.fail(
+                        "tool_definitions", "Each openapi tool definition must contain a 'functions' field."
+                    )
                 if not isinstance(functions, list):
-                    return self.fail("tool_definitions",
-                                     "The 'functions' field must be a list in openapi tool definition.")
+                    return self.fail(
+                        "tool_definitions", "The 'functions' field must be a list in openapi tool definition."
+                    )
                 for function in functions:
                     problem = _definition_problem(function)
                     if problem:
@@ -210,6 +202,48 @@ class Checker:
         return self.messages_problem(value["messages"], "Conversation messages", "conversation")
 
 
+def _user_items_problem(content: Sequence[Mapping[str, Any]], role: str) -> str | None:
+    for item in content:
+        if item["type"] not in ("text", "input_text"):
+            return (
+                f"Invalid content type '{item['type']}' for message with role '{role}'. "
+                "Must be 'text' or 'input_text'."
+            )
+        problem = _text_item_problem(item, role)
+        if problem:
+            return problem
+    return None
+
+
+ASSISTANT_TYPES = [
+    "text",
+    "output_text",
+    "tool_call",
+    "function_call",
+    "mcp_approval_request",
+    "openapi_call",
+]
+
+
+def _assistant_items_problem(content: Sequence[Mapping[str, Any]]) -> str | None:
+    for item in content:
+        kind = item["type"]
+        if kind not in ASSISTANT_TYPES:
+            return (
+                f"Invalid content type '{kind}' for message with role 'assistant'. "
+                f"Must be one of {ASSISTANT_TYPES}."
+            )
+        if kind in ("text", "output_text"):
+            problem = _text_item_problem(item, "assistant")
+        elif kind in ("tool_call", "function_call", "openapi_call"):
+            problem = tool_call_problem(item)
+        else:
+            problem = None
+        if problem:
+            return problem
+    return None
+
+
 def _text_item_problem(item: Mapping[str, Any], role: str) -> str | None:
     if "text" not in item:
         return f"Each content item must contain a 'text' field for message with role '{role}'."
@@ -224,8 +258,11 @@ def tool_call_problem(item: Mapping[str, Any]) -> str | None:
         return f"The content item must be of type {list(CALL_TYPES)} in tool_call content item."
     if item["type"] == "mcp_approval_request":
         return None
-    for name, kind, word in (("name", str, "a string"), ("arguments", Mapping, "a dictionary"),
-                             ("tool_call_id", str, "a string")):
+    for name, kind, word in (
+        ("name", str, "a string"),
+        ("arguments", Mapping, "a dictionary"),
+        ("tool_call_id", str, "a string"),
+    ):
         if name not in item:
             return f"Each tool_call content items must contain a '{name}' field."
         if not isinstance(item[name], kind):
@@ -244,7 +281,10 @@ def _tool_message_problem(message: Mapping[str, Any], content: Any) -> str | Non
     for item in content:
         kind = item["type"]
         if kind not in RESULT_TYPES:
-            return f"Invalid content type '{kind}' for message with role 'tool'. Must be one of {list(RESULT_TYPES)}."
+            return (
+                f"Invalid content type '{kind}' for message with role 'tool'. "
+                f"Must be one of {list(RESULT_TYPES)}."
+            )
         if kind != "mcp_approval_response" and kind not in item:
             return f"Each {where} must contain a '{kind}' field."
     return None
@@ -331,8 +371,11 @@ def tool_calls_in(response: Any) -> list[dict[str, Any]]:
             continue
         content = msg.get("content")
         if msg.get("role") == "assistant" and isinstance(content, list):
-            calls.extend(copy.deepcopy(dict(c)) for c in content
-                         if isinstance(c, Mapping) and c.get("type") == "tool_call")
+            calls.extend(
+                copy.deepcopy(dict(c))
+                for c in content
+                if isinstance(c, Mapping) and c.get("type") == "tool_call"
+            )
         elif msg.get("role") == "tool" and msg.get("tool_call_id") and isinstance(content, list) and content:
             first = content[0]
             if isinstance(first, Mapping) and first.get("type") == "tool_result":
@@ -374,8 +417,9 @@ def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(c.get("text", "")) for c in content
-                         if isinstance(c, Mapping) and c.get("type") in TEXT_TYPES)
+        return "\n".join(
+            str(c.get("text", "")) for c in content if isinstance(c, Mapping) and c.get("type") in TEXT_TYPES
+        )
     return "" if content is None else str(content)
 
 
@@ -420,7 +464,11 @@ def render_messages(messages: Any, *, tools: bool = True, system: bool = True) -
 def _call_line(item: Mapping[str, Any]) -> str:
     inner = item.get("tool_call")
     if isinstance(inner, Mapping) and isinstance(inner.get("function"), Mapping):
-        name, args, call_id = inner["function"].get("name", "?"), inner["function"].get("arguments"), inner.get("id")
+        name, args, call_id = (
+            inner["function"].get("name", "?"),
+            inner["function"].get("arguments"),
+            inner.get("id"),
+        )
     else:
         name, args, call_id = item.get("name", "?"), item.get("arguments"), item.get("tool_call_id")
     return f"[tool call {call_id or '?'}] {name}({_json(args if args is not None else {})})"
@@ -451,7 +499,10 @@ def split_system(query: Any) -> tuple[str, Any]:
     """The system and developer instructions of a query (joined) and the rest of its messages."""
     if not isinstance(query, list):
         return "", query
-    system = [content_text(m.get("content")) for m in query
-              if isinstance(m, Mapping) and m.get("role") in ("system", "developer")]
+    system = [
+        content_text(m.get("content"))
+        for m in query
+        if isinstance(m, Mapping) and m.get("role") in ("system", "developer")
+    ]
     rest = [m for m in query if not (isinstance(m, Mapping) and m.get("role") in ("system", "developer"))]
     return "\n\n".join(s for s in system if s), rest
