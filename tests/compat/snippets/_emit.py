@@ -79,10 +79,10 @@ def emit(value: Any, tmp: str | None = None) -> None:
     print(PREFIX + json.dumps(flatten(value, tmp), sort_keys=True), flush=True)
 
 
-def error_info(exc: BaseException) -> dict[str, Any]:
-    """What a snippet reports about an exception it caught: its class name and, where the SDK's
-    exception carries them, its category and blame (by name)."""
-    info: dict[str, Any] = {"type": type(exc).__name__}
+def error_info(exc: BaseException, *, with_type: bool = True) -> dict[str, Any]:
+    """What a snippet reports about an exception it caught: its class name (unless ``with_type`` is
+    false) and, where the SDK's exception carries them, its category and blame (by name)."""
+    info: dict[str, Any] = {"type": type(exc).__name__} if with_type else {}
     for attr in ("category", "blame"):
         value = getattr(exc, attr, None)
         if value is not None:
