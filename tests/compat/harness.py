@@ -44,24 +44,27 @@ def rewrite(source: str) -> str:
 
 def _env(base_url: str, workdir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COMPAT_", "PYTEST_"))}
-    env.update({
-        "COMPAT_BASE_URL": base_url,
-        "COMPAT_API_KEY": API_KEY,
-        "PYTHONPATH": str(SNIPPETS),
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "NO_PROXY": "127.0.0.1,localhost",
-        "no_proxy": "127.0.0.1,localhost",
-        "TOUCHSTONE_STORE": str(workdir / "store.db"),
-        "TOUCHSTONE_CACHE": str(workdir / "cache.db"),
-        "PYTHONHASHSEED": "0",
-        "PYTHONWARNINGS": "ignore",
-    })
+    env.update(
+        {
+            "COMPAT_BASE_URL": base_url,
+            "COMPAT_API_KEY": API_KEY,
+            "PYTHONPATH": str(SNIPPETS),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+            "TOUCHSTONE_STORE": str(workdir / "store.db"),
+            "TOUCHSTONE_CACHE": str(workdir / "cache.db"),
+            "PYTHONHASHSEED": "0",
+            "PYTHONWARNINGS": "ignore",
+        }
+    )
     return env
 
 
-def run_snippet(name: str, python: str, base_url: str, *, touchstone: bool,
-                timeout: float = TIMEOUT_S) -> dict[str, Any]:
+def run_snippet(
+    name: str, python: str, base_url: str, *, touchstone: bool, timeout: float = TIMEOUT_S
+) -> dict[str, Any]:
     """Run one snippet; ``{"ok", "stdout_json", "error", "error_type"}``."""
     source = (SNIPPETS / f"{name}.py").read_text(encoding="utf-8")
     if touchstone:
@@ -71,14 +74,30 @@ def run_snippet(name: str, python: str, base_url: str, *, touchstone: bool,
         script = work / f"{name}.py"
         script.write_text(source, encoding="utf-8")
         try:
-            proc = subprocess.run([python, str(script)], cwd=work, env=_env(base_url, work), capture_output=True,
-                                  text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+            proc = subprocess.run(
+                [python, str(script)],
+                cwd=work,
+                env=_env(base_url, work),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired:
-            return {"ok": False, "stdout_json": None, "error": f"timed out after {timeout:g} s",
-                    "error_type": "Timeout"}
+            return {
+                "ok": False,
+                "stdout_json": None,
+                "error": f"timed out after {timeout:g} s",
+                "error_type": "Timeout",
+            }
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(PREFIX)]
     if proc.returncode == 0 and lines:
-        return {"ok": True, "stdout_json": json.loads(lines[-1][len(PREFIX):]), "error": None, "error_type": None}
+        return {
+            "ok": True,
+            "stdout_json": json.loads(lines[-1][len(PREFIX) :]),
+            "error": None,
+            "error_type": None,
+        }
     error_type, message = exception_line(proc.stderr)
     if error_type is None:
         error_type, message = "NoResult", f"exit status {proc.returncode}, no {PREFIX.strip()} line"
@@ -91,9 +110,9 @@ def exception_line(stderr: str) -> tuple[str | None, str]:
     starts = [i for i, ln in enumerate(lines) if ln.startswith("Traceback (most recent call last)")]
     if not starts:
         return None, ""
-    for ln in lines[starts[-1] + 1:]:
+    for ln in lines[starts[-1] + 1 :]:
         if ln and not ln[0].isspace():
-            head, _, rest = ln.partition(":")
+            head = ln.partition(":")[0]
             return head.strip().rsplit(".", 1)[-1], ln.strip()
     return None, ""
 
@@ -111,14 +130,15 @@ def dumps_record(record: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
-def run_all(names: Iterable[str], python: str, base_url: str, *, touchstone: bool,
-            workers: int | None = None) -> dict[str, dict[str, Any]]:
+def run_all(
+    names: Iterable[str], python: str, base_url: str, *, touchstone: bool, workers: int | None = None
+) -> dict[str, dict[str, Any]]:
     """Run snippets in parallel subprocesses; results by name."""
     names = list(names)
     workers = workers or max(2, min(8, (os.cpu_count() or 2) * 2))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = pool.map(lambda n: run_snippet(n, python, base_url, touchstone=touchstone), names)
-        return dict(zip(names, results))
+        return dict(zip(names, results, strict=True))
 
 
 def _same_value(kind: str, expected: Any, actual: Any) -> bool:
@@ -134,7 +154,8 @@ def compare(golden: dict[str, Any], actual: dict[str, Any]) -> list[str]:
         if actual["ok"]:
             return [f"SDK raised {golden['error_type']} ({golden['error']}); touchstone ran"]
         if golden["error_type"] != actual["error_type"]:
-            return [f"SDK raised {golden['error_type']}, touchstone raised {actual['error_type']}: {actual['error']}"]
+            raised = f"touchstone raised {actual['error_type']}: {actual['error']}"
+            return [f"SDK raised {golden['error_type']}, {raised}"]
         return []
     if not actual["ok"]:
         return [f"touchstone crashed: {actual['error']}"]

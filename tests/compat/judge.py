@@ -41,9 +41,12 @@ def binary(score: int) -> int:
 
 
 def _fit(value: int, spec: dict[str, Any]) -> int | float:
-    """``value`` (1-5) fitted to a schema's numeric bounds: a 0-1 scale becomes pass/fail."""
+    """``value`` (1-5) fitted to a schema's numeric bounds or ``enum``: a 0-1 scale becomes pass/fail."""
     lo = spec.get("minimum")
     hi = spec.get("maximum")
+    allowed = [v for v in spec.get("enum") or [] if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if allowed:
+        lo, hi = min(allowed), max(allowed)
     if hi is not None and hi <= 1:
         fitted: int | float = binary(value)
     else:
@@ -63,18 +66,35 @@ def _schema_reply(schema: dict[str, Any], score: int) -> dict[str, Any] | Any:
         for key in ("score", "rating"):
             if key in instance and isinstance(props.get(key), dict):
                 instance[key] = _fit(score, props[key])
+        _overlay(instance)
     return instance
 
 
-def _tool_call_properties(prompt: str) -> dict[str, Any]:
-    """The ``properties`` object the SDK's tool-call-accuracy prompt asks for (counts only)."""
-    return {
-        "tool_calls_made_by_agent": 1,
-        "correct_tool_calls_made_by_agent": 1,
-        "per_tool_call_details": [],
-        "excess_tool_calls": {"total": 0, "details": []},
-        "missing_tool_calls": {"total": 0, "details": []},
-    }
+def _overlay(value: Any) -> None:
+    """Give the keys the SDK's replies also carry the same values as there (reasons, tool-call
+    counts), at any depth of a schema instance."""
+    if isinstance(value, dict):
+        for key in list(value):
+            if key in ("reason", "explanation", "thought_chain") and isinstance(value[key], str):
+                value[key] = REASON
+            elif key in TOOL_CALL_PROPERTIES:
+                value[key] = json.loads(json.dumps(TOOL_CALL_PROPERTIES[key]))
+            else:
+                _overlay(value[key])
+    elif isinstance(value, list):
+        for item in value:
+            _overlay(item)
+
+
+TOOL_CALL_PROPERTIES: dict[str, Any] = {
+    "tool_calls_made_by_agent": 1,
+    "correct_tool_calls_made_by_agent": 1,
+    "per_tool_call_details": [],
+    "excess_tool_calls": {"total": 0, "details": []},
+    "missing_tool_calls": {"total": 0, "details": []},
+}
+"""The ``properties`` object the SDK's tool-call-accuracy prompt asks for; the same values go into
+touchstone's schema instance wherever these keys appear."""
 
 
 def sdk_reply(prompt: str, score: int) -> dict[str, Any]:
@@ -83,7 +103,7 @@ def sdk_reply(prompt: str, score: int) -> dict[str, Any]:
     if "0 if there is any material failure" in prompt:  # task adherence: pass/fail
         reply["score"] = binary(score)
     if "TOOL CALLS TO BE EVALUATED" in prompt:
-        reply["properties"] = _tool_call_properties(prompt)
+        reply["properties"] = json.loads(json.dumps(TOOL_CALL_PROPERTIES))
     elif '"thought_chain"' in prompt:  # retrieval
         reply["properties"] = {"thought_chain": REASON}
     return reply

@@ -27,14 +27,18 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make ``tests`` importable from the repository root
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.compat.harness import GOLDEN, dumps_record, golden_path, run_all, snippet_names  # noqa: E402
-from tests.compat.judge import compat_judge  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
+from tests.compat.harness import GOLDEN, dumps_record, golden_path, run_all, snippet_names
+from tests.compat.judge import compat_judge
+from tests.fakes.openai_server import FakeOpenAIServer
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sdk-python", required=True, help="python of an environment with azure-ai-evaluation")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sdk-python", required=True, help="python of an environment with azure-ai-evaluation"
+    )
     parser.add_argument("--nltk-data", help="folder with the real nltk data (default: a stub punkt_tab)")
     parser.add_argument("snippets", nargs="*", help="names to record (default: all)")
     args = parser.parse_args(argv)
@@ -54,8 +58,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _record(args: argparse.Namespace, nltk_data: str) -> int:
     version = subprocess.run(
-        [args.sdk_python, "-c", "from importlib.metadata import version; print(version('azure-ai-evaluation'))"],
-        capture_output=True, text=True, check=True,
+        [
+            args.sdk_python,
+            "-c",
+            "from importlib.metadata import version; print(version('azure-ai-evaluation'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     names = args.snippets or snippet_names()
     server = FakeOpenAIServer(handler=compat_judge).start()

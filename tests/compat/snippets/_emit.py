@@ -50,8 +50,9 @@ def _leaf(value: Any, tmp: str | None) -> list[Any]:
     return [f"other:{type(value).__name__}", text.replace(tmp, "<tmp>") if tmp else text]
 
 
-def flatten(value: Any, tmp: str | None = None, path: str = "", out: dict[str, list[Any]] | None = None
-            ) -> dict[str, list[Any]]:
+def flatten(
+    value: Any, tmp: str | None = None, path: str = "", out: dict[str, list[Any]] | None = None
+) -> dict[str, list[Any]]:
     """``value`` as ``{json_pointer: [type, value]}``; see the module docstring."""
     out = {} if out is None else out
     if isinstance(value, dict):
@@ -79,10 +80,11 @@ def emit(value: Any, tmp: str | None = None) -> None:
     print(PREFIX + json.dumps(flatten(value, tmp), sort_keys=True), flush=True)
 
 
-def error_info(exc: BaseException, *, with_type: bool = True) -> dict[str, Any]:
-    """What a snippet reports about an exception it caught: its class name (unless ``with_type`` is
-    false) and, where the SDK's exception carries them, its category and blame (by name)."""
-    info: dict[str, Any] = {"type": type(exc).__name__} if with_type else {}
+def error_info(exc: BaseException, *, with_type: bool = False) -> dict[str, Any]:
+    """What a snippet reports about an exception it caught: its category and blame (by name) where
+    the exception carries them, and its class name only when ``with_type`` (touchstone's errors may
+    be subclasses of the SDK's with names of their own)."""
+    info: dict[str, Any] = {"type": type(exc).__name__} if with_type else {"caught": True}
     for attr in ("category", "blame"):
         value = getattr(exc, attr, None)
         if value is not None:

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Coherence of a three-turn conversation."""
 import os
 

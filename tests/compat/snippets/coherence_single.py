@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Coherence on one row."""
 import os
 

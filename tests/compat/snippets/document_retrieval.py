@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Document retrieval metrics (NDCG, XDCG, fidelity, holes) with default and custom settings."""
 from azure.ai.evaluation import DocumentRetrievalEvaluator
 

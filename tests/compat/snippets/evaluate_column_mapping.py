@@ -1,9 +1,10 @@
+# mypy: ignore-errors
 """evaluate() with column mapping: data columns under other names, per-evaluator and default config."""
 import json
 import tempfile
 from pathlib import Path
 
-from azure.ai.evaluation import F1ScoreEvaluator, GleuScoreEvaluator, evaluate
+from azure.ai.evaluation import F1ScoreEvaluator, evaluate
 
 from _emit import emit
 

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """evaluate() with a conversation column: per-turn results inside the rows."""
 import json
 import os

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """evaluate() with a callable-class evaluator returning a dict of several values (number, bool, str)."""
 import json
 import tempfile

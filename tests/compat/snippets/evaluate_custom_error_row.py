@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """evaluate() where a custom evaluator raises on one row: the other rows and evaluators still score."""
 import json
 import tempfile

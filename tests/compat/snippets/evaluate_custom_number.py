@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """evaluate() with custom function evaluators returning plain numbers (int and float)."""
 import json
 import tempfile

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """evaluate(fail_on_evaluator_errors=True) with an evaluator that raises: what the caller catches."""
 import json
 import tempfile
@@ -21,9 +22,9 @@ try:
     evaluate(data=str(data), evaluators={"broken": broken}, fail_on_evaluator_errors=True)
     out["raised"] = None
 except EvaluationException as exc:
-    out["raised"] = error_info(exc, with_type=False)  # the SDK raises a private subclass
+    out["raised"] = error_info(exc)  # the SDK raises a private subclass
     out["is_evaluation_exception"] = True
 except Exception as exc:
-    out["raised"] = error_info(exc)
+    out["raised"] = error_info(exc, with_type=True)
     out["is_evaluation_exception"] = False
 emit(out, tmp)

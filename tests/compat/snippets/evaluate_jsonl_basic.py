@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """evaluate() on a JSONL file with F1 and ROUGE: rows and aggregate metrics."""
 import json
 import tempfile

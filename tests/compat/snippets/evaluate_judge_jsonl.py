@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """evaluate() with judge evaluators over a JSONL file: per-row outputs and the metrics."""
 import json
 import os

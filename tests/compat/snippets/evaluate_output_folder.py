@@ -1,6 +1,6 @@
+# mypy: ignore-errors
 """evaluate(output_path=<folder>): which files appear and what evaluation_results.json holds."""
 import json
-import os
 import tempfile
 from pathlib import Path
 

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """evaluate(output_path=<file.json>): the file written holds the rows and metrics returned."""
 import json
 import tempfile

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """evaluate() with a target function: its outputs mapped into an evaluator."""
 import json
 import tempfile

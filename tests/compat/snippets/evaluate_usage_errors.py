@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """evaluate() usage errors: a data file that does not exist, a file that is not JSONL."""
 import tempfile
 from pathlib import Path

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Calling evaluators with wrong inputs: the SDK's EvaluationException, its category and blame."""
 import os
 
@@ -20,5 +21,4 @@ for name, call in cases.items():
         out[name] = None
     except EvaluationException as exc:
         out[name] = error_info(exc)
-        out[name]["is_value_error"] = isinstance(exc, ValueError)
 emit(out)

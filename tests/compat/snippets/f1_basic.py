@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """F1 on a few response/ground-truth pairs, default threshold."""
 from azure.ai.evaluation import F1ScoreEvaluator
 

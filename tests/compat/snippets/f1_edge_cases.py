@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """F1 edge cases: texts empty after normalisation, punctuation only, repeated tokens, a custom threshold."""
 from azure.ai.evaluation import F1ScoreEvaluator
 

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Fluency of a conversation, with a custom threshold."""
 import os
 

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Fluency on a response alone, with a custom threshold."""
 import os
 

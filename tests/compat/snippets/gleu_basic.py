@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """GLEU on a few pairs, default and custom threshold."""
 from azure.ai.evaluation import GleuScoreEvaluator
 

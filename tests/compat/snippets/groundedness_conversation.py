@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Groundedness of a conversation: per-turn scores and their aggregate."""
 import os
 

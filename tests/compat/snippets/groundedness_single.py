@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Groundedness on one row, with and without a query."""
 import os
 

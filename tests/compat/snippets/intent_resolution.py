@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """IntentResolutionEvaluator on strings and on agent messages with tool definitions."""
 import os
 

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """METEOR with default and custom alpha/beta/gamma (the SDK needs nltk's wordnet)."""
 from azure.ai.evaluation import MeteorScoreEvaluator
 

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """A judge evaluator built from OpenAIModelConfiguration(...) and then used."""
 import os
 

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Model configurations are plain dicts: isinstance, json.dumps, item assignment, extra keys."""
 import json
 

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """The SDK's typed-dict names: Conversation, Message, EvaluatorConfig, AzureAIProject, RougeType."""
 from azure.ai.evaluation import AzureAIProject, Conversation, EvaluatorConfig, Message, RougeType
 

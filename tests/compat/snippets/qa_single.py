@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """QAEvaluator: the composite of groundedness, relevance, coherence, fluency, similarity and F1."""
 import os
 

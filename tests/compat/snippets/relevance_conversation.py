@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Relevance of a conversation without any context in its turns."""
 import os
 

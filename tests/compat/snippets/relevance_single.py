@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Relevance on two rows, default and custom threshold."""
 import os
 

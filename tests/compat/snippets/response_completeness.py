@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """ResponseCompletenessEvaluator against a ground truth, default and custom threshold."""
 import os
 

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Retrieval of a conversation whose assistant turns carry their retrieved context."""
 import os
 

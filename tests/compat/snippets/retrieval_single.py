@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Retrieval (LLM-judged) of a context for a query."""
 import os
 

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """ROUGE-L and ROUGE-2 with custom precision/recall/f1 thresholds, identical and disjoint texts."""
 from azure.ai.evaluation import RougeScoreEvaluator, RougeType
 

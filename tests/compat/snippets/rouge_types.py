@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """ROUGE with every rouge type on one pair, default thresholds."""
 from azure.ai.evaluation import RougeScoreEvaluator, RougeType
 

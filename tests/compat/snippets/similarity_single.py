@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Similarity against a ground truth."""
 import os
 

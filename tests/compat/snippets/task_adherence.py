@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """TaskAdherenceEvaluator on agent messages, passing and failing."""
 import os
 

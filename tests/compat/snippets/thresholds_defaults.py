@@ -1,8 +1,9 @@
+# mypy: ignore-errors
 """Default thresholds of every evaluator as they appear in results (types included)."""
 import os
 
 from azure.ai.evaluation import (
-    BleuScoreEvaluator, CoherenceEvaluator, F1ScoreEvaluator, FluencyEvaluator, GleuScoreEvaluator,
+    CoherenceEvaluator, F1ScoreEvaluator, FluencyEvaluator,
     GroundednessEvaluator, RelevanceEvaluator, RetrievalEvaluator, RougeScoreEvaluator, RougeType, SimilarityEvaluator,
 )
 

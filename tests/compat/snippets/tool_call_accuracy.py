@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """ToolCallAccuracyEvaluator with explicit tool calls (flat format) and with calls inside a response."""
 import os
 

@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """ToolCallAccuracyEvaluator when the response holds no tool call: the SDK's not-applicable result."""
 import os
 
@@ -11,5 +12,5 @@ weather_tool = {"name": "fetch_weather", "description": "Fetches the weather.",
 try:
     result = ToolCallAccuracyEvaluator(model_config)(query="Hi", response="Hello there!", tool_definitions=[weather_tool])
 except Exception as exc:
-    result = {"raised": error_info(exc)}
+    result = {"raised": error_info(exc, with_type=True)}
 emit(result)
