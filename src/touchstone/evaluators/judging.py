@@ -15,7 +15,6 @@ which was used and why.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import math
 import re
@@ -71,7 +70,9 @@ def check_score_mode(score_mode: str) -> ScoreMode:
 
 def check_aggregation(how: str) -> Aggregation:
     if how not in AGGREGATIONS:
-        raise ConfigurationError(f"conversation_aggregation must be one of {', '.join(AGGREGATIONS)}, got {how!r}")
+        raise ConfigurationError(
+            f"conversation_aggregation must be one of {', '.join(AGGREGATIONS)}, got {how!r}"
+        )
     return how  # type: ignore[return-value]
 
 
@@ -81,7 +82,14 @@ def describe_judge(model_config: Any) -> dict[str, Any]:
         from touchstone.judges.config import as_model_config
 
         cfg = as_model_config(model_config)
-        return {"model": cfg.model_name, **{k: v for k, v in cfg.public().items() if k in ("type", "base_url", "azure_endpoint", "api_version")}}
+        return {
+            "model": cfg.model_name,
+            **{
+                k: v
+                for k, v in cfg.public().items()
+                if k in ("type", "base_url", "azure_endpoint", "api_version")
+            },
+        }
     except Exception:  # provenance only: an odd configuration is reported when the judge is called
         return {"model": str(getattr(model_config, "get", lambda *_: None)("model") or "?")}
 
@@ -141,37 +149,56 @@ def expected_score(
         return Expectation(None, error="the server returned no log-probabilities")
     if span is None:
         return Expectation(None, error="the score's position in the reply is unknown")
-    pieces = [str(_field(t, "token") or "") for t in tokens]
-    joined = "".join(pieces)
-    if joined != text:
-        # some servers strip or add surrounding whitespace: align on the stripped text
-        lead = len(joined) - len(joined.lstrip())
-        if joined.strip() != text.strip():
-            return Expectation(None, error="the log-probability tokens do not spell the reply")
-        shift = lead - (len(text) - len(text.lstrip()))
-        span = (span[0] + shift, span[1] + shift)
-    pos = 0
-    carrier = None
-    for tok, piece in zip(tokens, pieces, strict=True):
-        start, end = pos, pos + len(piece)
-        pos = end
-        if start <= span[0] < end:
-            if end < span[1]:
-                return Expectation(None, error="the score is split over several tokens")
-            carrier = tok
-            break
+    carrier, error = _score_carrier(tokens, text, span)
     if carrier is None:
-        return Expectation(None, error="no token carries the score")
+        return Expectation(None, error=error or "no token carries the score")
     chosen = _SCORE_TOKEN.match(str(_field(carrier, "token")))
     if not chosen:
         return Expectation(None, error="the score's token holds more than the score")
     top = list(_field(carrier, "top") or [])
     if not top:
         return Expectation(None, error="the server returned no alternative tokens (top_logprobs)")
+    probs = _scale_probabilities(top, carrier, int(chosen.group(1)), scale)
+    mass = sum(probs.values())
+    if mass <= 0:
+        return Expectation(None, error="no alternative token is a score on the scale")
+    expectation = sum(k * p for k, p in probs.items()) / mass
+    return Expectation(expectation, {k: p / mass for k, p in sorted(probs.items())}, mass)
+
+
+def _score_carrier(tokens: Sequence[Any], text: str, span: tuple[int, int]) -> tuple[Any | None, str]:
+    """The token that carries the score at ``span`` of ``text``, or None and why there is none."""
+    pieces = [str(_field(t, "token") or "") for t in tokens]
+    joined = "".join(pieces)
+    if joined != text:
+        # some servers strip or add surrounding whitespace: align on the stripped text
+        lead = len(joined) - len(joined.lstrip())
+        if joined.strip() != text.strip():
+            return None, "the log-probability tokens do not spell the reply"
+        shift = lead - (len(text) - len(text.lstrip()))
+        span = (span[0] + shift, span[1] + shift)
+    pos = 0
+    for tok, piece in zip(tokens, pieces, strict=True):
+        start, end = pos, pos + len(piece)
+        pos = end
+        if start <= span[0] < end:
+            if end < span[1]:
+                return None, "the score is split over several tokens"
+            return tok, ""
+    return None, "no token carries the score"
+
+
+def _scale_probabilities(top: list[Any], carrier: Any, chosen: int, scale: Scale) -> dict[int, float]:
+    """``{value: probability}`` of the scale's values among the carrier's alternatives (the sampled
+    token ``chosen`` counted too when the server left it out of ``top``)."""
     probs: dict[int, float] = {}
     seen_tokens = set()
     for alt in top:
-        tok_text, logprob = (alt[0], alt[1]) if isinstance(alt, (tuple, list)) else (_field(alt, "token"), _field(alt, "logprob"))
+        tok_text, logprob = (
+            (alt[0], alt[1])
+            if isinstance(alt, (tuple, list))
+            else (_field(alt, "token"), _field(alt, "logprob"))
+        )
         seen_tokens.add(tok_text)
         m = _SCORE_TOKEN.match(str(tok_text))
         if m and logprob is not None and math.isfinite(float(logprob)):
@@ -180,15 +207,10 @@ def expected_score(
                 probs[value] = probs.get(value, 0.0) + math.exp(float(logprob))
     carrier_token = str(_field(carrier, "token"))
     if carrier_token not in seen_tokens:
-        value = int(chosen.group(1))
         lp = _field(carrier, "logprob")
-        if scale.low <= value <= scale.high and lp is not None:
-            probs[value] = probs.get(value, 0.0) + math.exp(float(lp))
-    mass = sum(probs.values())
-    if mass <= 0:
-        return Expectation(None, error="no alternative token is a score on the scale")
-    expectation = sum(k * p for k, p in probs.items()) / mass
-    return Expectation(expectation, {k: p / mass for k, p in sorted(probs.items())}, mass)
+        if scale.low <= chosen <= scale.high and lp is not None:
+            probs[chosen] = probs.get(chosen, 0.0) + math.exp(float(lp))
+    return probs
 
 
 # ------------------------------------------------------------------------------ the judgement
@@ -263,7 +285,11 @@ async def ask(
 
     async def send(msgs: list[dict[str, str]]) -> Any:
         return await client.chat(
-            msgs, json_schema=dict(schema), schema_name=prompt.name, logprobs=logprobs, top_logprobs=top_logprobs,
+            msgs,
+            json_schema=dict(schema),
+            schema_name=prompt.name,
+            logprobs=logprobs,
+            top_logprobs=top_logprobs,
             max_tokens=max_tokens,
         )
 
@@ -279,7 +305,8 @@ async def ask(
         repaired = True
         if error is not None:
             raise JudgeReplyError(
-                f"no usable {what} in the judge's reply: {error} (after one repair request; the first reply: {first_error})",
+                f"no usable {what} in the judge's reply: {error} "
+                f"(after one repair request; the first reply: {first_error})",
                 text,
             )
     props: dict[str, Any] = {
@@ -374,12 +401,18 @@ class JudgeEvaluator(Evaluator):
         super().__init__(threshold=threshold)
         if model_config is None:
             raise no_judge_error(self.metric)
-        if is_reasoning_model is not None and isinstance(model_config, Mapping) and not hasattr(model_config, "model_name"):
+        if (
+            is_reasoning_model is not None
+            and isinstance(model_config, Mapping)
+            and not hasattr(model_config, "model_name")
+        ):
             model_config = {**model_config, "is_reasoning_model": is_reasoning_model}
         self.model_config = model_config
         self.credential = credential
         self.score_mode: ScoreMode = check_score_mode(score_mode)
-        self.conversation_aggregation: Aggregation = check_aggregation(conversation_aggregation or self.default_aggregation)
+        self.conversation_aggregation: Aggregation = check_aggregation(
+            conversation_aggregation or self.default_aggregation
+        )
         self._client: Any = None
 
     @classmethod
@@ -391,7 +424,10 @@ class JudgeEvaluator(Evaluator):
             if init is None:
                 continue
             for p in inspect.signature(init).parameters.values():
-                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in ("self", "model_config"):
+                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in (
+                    "self",
+                    "model_config",
+                ):
                     names.append(p.name)
         return tuple(dict.fromkeys(names))
 
@@ -481,25 +517,6 @@ class JudgeEvaluator(Evaluator):
     async def _turn(self, turn: Any) -> Outputs:
         """Outputs for one assistant turn of a conversation (see :mod:`.conversation`)."""
         raise NotImplementedError(f"{self.metric} does not take a conversation")
-
-
-async def gather_outputs(evaluator: Evaluator, coros: Sequence[Any]) -> list[Outputs]:
-    """Run judgements concurrently; each one's failure (other than an aborted run) becomes a failure
-    dict, so one bad turn does not hide the others."""
-    from touchstone.errors import RunAbortedError
-
-    results = await asyncio.gather(*coros, return_exceptions=True)
-    outs: list[Outputs] = []
-    for r in results:
-        if isinstance(r, RunAbortedError):
-            raise r
-        if isinstance(r, BaseException):
-            if not isinstance(r, Exception):
-                raise r
-            outs.append(evaluator.failure(r))
-        else:
-            outs.append(r)
-    return outs
 
 
 __all__ = [

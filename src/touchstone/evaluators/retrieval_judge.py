@@ -17,7 +17,9 @@ from touchstone.judges.parsing import json_objects
 
 _QUERY = InputSpec("query", "text", required=False, description="what the user asked")
 _CONTEXT = InputSpec("context", "context", required=False, description="the retrieved documents")
-_CONVERSATION = InputSpec("conversation", "conversation", required=False, description="a chat: {messages, context?}")
+_CONVERSATION = InputSpec(
+    "conversation", "conversation", required=False, description="a chat: {messages, context?}"
+)
 
 _DOC_RATINGS: dict[str, Any] = {
     "type": "array",
@@ -179,10 +181,13 @@ class RetrievalScoreEvaluator(JudgeEvaluator):
         yes = sum(1 for it in intents if it["verdict"] == "Yes")
         coverage = yes / len(intents)
         verdicts = "; ".join(
-            f"{k + 1}. {it['intent']}: " + (f"Yes, documents {it['document_ids']}" if it["verdict"] == "Yes" else "No")
+            f"{k + 1}. {it['intent']}: "
+            + (f"Yes, documents {it['document_ids']}" if it["verdict"] == "Yes" else "No")
             for k, it in enumerate(intents)
         )
-        full_reason = f"{yes} of {len(intents)} intents covered. {verdicts}." + (f" {reason}" if reason else "")
+        full_reason = f"{yes} of {len(intents)} intents covered. {verdicts}." + (
+            f" {reason}" if reason else ""
+        )
         props = {**answer.properties, "score_mode": "verdicts", "intents": intents}
         return self.result(round(coverage_score(coverage), 6), reason=full_reason, properties=props,
                            retrieval_coverage=round(coverage, 6))
