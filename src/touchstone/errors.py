@@ -66,3 +66,10 @@ class UnknownOptionError(ConfigurationError, TypeError):
 
 class RunAbortedError(RuntimeError):
     """A run was stopped early because every remaining row would fail the same way (e.g. bad API key)."""
+
+
+def describe_os_error(exc: BaseException) -> str:
+    """Why a file location could not be used, in a few words (``strerror (filename)`` for an OS error)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror} ({exc.filename})" if exc.filename else exc.strerror
+    return str(exc) or type(exc).__name__

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from touchstone.errors import ConfigurationError
+from touchstone.errors import describe_os_error as _reason
 from touchstone.judges.config import default_cache_path
 
 SCHEMA = """
@@ -79,12 +80,6 @@ def _connect(path: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return f"{exc.strerror} ({exc.filename})" if exc.filename else exc.strerror
-    return str(exc) or type(exc).__name__
 
 
 def _home_default() -> Path | None:

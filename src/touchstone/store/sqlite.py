@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from touchstone.errors import ConfigurationError
+from touchstone.errors import describe_os_error as _reason
 from touchstone.scores import Score, Status
 from touchstone.store.base import (
     PutScoresItem,
@@ -95,12 +96,6 @@ def _connect(path: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return f"{exc.strerror} ({exc.filename})" if exc.filename else exc.strerror
-    return str(exc) or type(exc).__name__
 
 
 class RunStore:
