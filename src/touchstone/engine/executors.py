@@ -22,10 +22,19 @@ from typing import Any, Protocol, runtime_checkable
 from touchstone.data.loaders import Record
 from touchstone.evaluators.base import Evaluator
 from touchstone.scores import Outcome
+from touchstone.store.base import ScoreLine, score_lines
 from touchstone.store.sqlite import encode_outputs
 
 Plan = tuple[tuple[str, tuple[str, ...]], ...]
 """For an evaluator whose inputs are plain columns: ``(input, candidate columns)`` lookups."""
+
+WireRow = tuple[str, bool, tuple[ScoreLine, ...]]
+"""One row's result as a worker process sends it back: the flat outputs JSON-encoded for the store,
+whether a score failed, and the Scores as :data:`~touchstone.store.base.ScoreLine` tuples. Plain
+strings and tuples: unpickling :class:`~touchstone.scores.Outcome` objects (a dict and a dataclass
+per score) cost the parent process several times more, and the parent is what limits a pooled run.
+The parent writes these to the store as they are and rebuilds each Outcome from them, the same way
+a resumed run rebuilds what it reads back from the store."""
 
 
 @runtime_checkable
@@ -39,11 +48,9 @@ class Executor(Protocol):
         """``ev.score_batch(rows)``, off the event loop."""
         ...
 
-    async def score_indices(
-        self, ev: Evaluator, plan: Plan, indices: list[int]
-    ) -> tuple[list[Outcome], list[str]]:
+    async def score_indices(self, ev: Evaluator, plan: Plan, indices: list[int]) -> list[WireRow]:
         """Score the records ``indices`` (plain column inputs by ``plan``) where the records live;
-        the Outcomes and their flat outputs JSON-encoded for the store. Only when ``parallel``."""
+        each row's result as a :data:`WireRow`. Only when ``parallel``."""
         ...
 
     async def run_jobs(self, jobs: Iterable[Callable[[], Awaitable[None]]], concurrency: int) -> None:
@@ -74,9 +81,7 @@ class LocalExecutor:
             return await asyncio.get_running_loop().run_in_executor(self._pool, _score_batch, ev, rows)
         return await asyncio.to_thread(ev.score_batch, rows)
 
-    async def score_indices(
-        self, ev: Evaluator, plan: Plan, indices: list[int]
-    ) -> tuple[list[Outcome], list[str]]:
+    async def score_indices(self, ev: Evaluator, plan: Plan, indices: list[int]) -> list[WireRow]:
         if self._pool is None:
             raise RuntimeError("score_indices needs a process pool")
         return await asyncio.get_running_loop().run_in_executor(self._pool, _score_indices, ev, plan, indices)
@@ -129,7 +134,7 @@ def _score_batch(ev: Evaluator, rows: list[dict[str, Any]]) -> list[Outcome]:
     return ev.score_batch(rows)
 
 
-def _score_indices(ev: Evaluator, plan: Plan, indices: list[int]) -> tuple[list[Outcome], list[str]]:
+def _score_indices(ev: Evaluator, plan: Plan, indices: list[int]) -> list[WireRow]:
     records = _WORKER_RECORDS
     outs = ev.score_batch([direct_inputs(plan, records[i].data) for i in indices])
-    return outs, [encode_outputs(out) for out in outs]
+    return [(encode_outputs(out), out.failed, score_lines(out.scores)) for out in outs]

@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -26,14 +27,21 @@ from touchstone.data.loaders import DataSource, Record, load_records
 from touchstone.data.mapping import ALIASES, Ref, evaluator_mappings
 from touchstone.data.validation import evaluator_inputs, validate_records
 from touchstone.engine.context import RunContext, current_usage, run_hooks
-from touchstone.engine.executors import Executor, LocalExecutor, Plan, default_processes, direct_inputs
+from touchstone.engine.executors import (
+    Executor,
+    LocalExecutor,
+    Plan,
+    WireRow,
+    default_processes,
+    direct_inputs,
+)
 from touchstone.engine.result import EvaluationResult
 from touchstone.errors import ConfigurationError, InputValidationError, RunAbortedError
 from touchstone.evaluators.base import Evaluator, EvaluatorLike, as_evaluator, describe_exception
-from touchstone.scores import ErrorKind, Outcome, Score, Status
+from touchstone.scores import ErrorInfo, ErrorKind, Outcome, Score
 from touchstone.stats.aggregate import sdk_metrics, summarize
 from touchstone.store import Store, StoredRow, open_store
-from touchstone.store.base import ScoreValue
+from touchstone.store.base import ScoreLine, ScoreValue
 
 ProgressCallback = Callable[[int, int], None]
 BATCH_ROWS = 2000
@@ -342,22 +350,31 @@ class _Runner:
         finally:
             executor.close()
 
-    def _store_outcomes(self, name: str, pairs: list[tuple[int, Outcome]], encoded: list[str] | None) -> None:
-        records: list[tuple[int, Outcome | str, bool, None, list[Score]]] = []
+    def _store_outcomes(self, name: str, pairs: list[tuple[int, Outcome]]) -> None:
+        records: list[tuple[int, Outcome, bool, None, list[Score]]] = []
         scores = self.scores
-        for k, (i, out) in enumerate(pairs):
-            records.append((i, out if encoded is None else encoded[k], out.failed, None, out.scores))
+        for i, out in pairs:
+            records.append((i, out, out.failed, None, out.scores))
             scores[i, name] = (out, None)
         self.store.put_scores(self.ctx.run_id, name, records)
+
+    def _store_wire(self, name: str, ev: Evaluator, chunk: list[int], wire: list[WireRow]) -> None:
+        """Write what worker processes sent back as it is, and rebuild the Outcomes from it."""
+        self.store.put_scores(
+            self.ctx.run_id, name, [(i, enc, failed, None, lines) for i, (enc, failed, lines) in zip(
+                chunk, wire, strict=True)]
+        )
+        scores = self.scores
+        for i, (enc, _, lines) in zip(chunk, wire, strict=True):
+            scores[i, name] = (outcome_from_lines(ev, json.loads(enc), lines), None)
 
     async def _run_sync_one(self, name: str, ev: Evaluator, indices: list[int], executor: Executor) -> None:
         plan = self._plan(name)
 
         async def one(chunk: list[int]) -> None:
-            encoded: list[str] | None = None
             if executor.parallel and plan:
-                outs, encoded = await executor.score_indices(ev, plan, chunk)
-                pairs = list(zip(chunk, outs, strict=True))
+                wire = await executor.score_indices(ev, plan, chunk)
+                self._store_wire(name, ev, chunk, wire)
             else:
                 prepared = [(i, self.inputs_for(name, i)) for i in chunk]
                 good = [(i, inp) for i, inp in prepared if isinstance(inp, dict)]
@@ -366,7 +383,7 @@ class _Runner:
                 pairs = [
                     (i, by_idx[i] if isinstance(inp, dict) else ev.failure(str(inp))) for i, inp in prepared
                 ]
-            self._store_outcomes(name, pairs, encoded)
+                self._store_outcomes(name, pairs)
             self._tick(len(chunk))
 
         if executor.parallel:  # large input: fixed chunks, a few in flight per worker process
@@ -571,19 +588,29 @@ def stored_outcomes(
             continue
         main = ev.info.key
         lines.sort(key=lambda sv: sv.metric != main)  # the main score first
-        error = outputs.get(f"{ev.info.prefix}_error")
-        out[idx, name] = (Outcome([_score_of(sv, error) for sv in lines], outputs), usage)
+        out[idx, name] = (
+            outcome_from_lines(
+                ev, outputs,
+                [(sv.metric, sv.value, sv.label, sv.status.value, sv.error_kind, sv.passed) for sv in lines],
+            ),
+            usage,
+        )
     return out
 
 
-def _score_of(sv: ScoreValue, error: Any) -> Score:
-    if sv.status is Status.OK:
-        return Score(sv.metric, sv.value, label=sv.label, passed=sv.passed)
-    from touchstone.scores import ErrorInfo
-
-    return Score.failed(
-        sv.metric, ErrorInfo(sv.error_kind or ErrorKind.COMPUTATION.value, str(error or "failed"))
-    )
+def outcome_from_lines(ev: Evaluator, outputs: dict[str, Any], lines: Sequence[ScoreLine]) -> Outcome:
+    """An Outcome rebuilt from its flat outputs and its Scores as the store keeps them (value, label,
+    status, error kind, pass flag: what aggregation reads; the rest is in the flat outputs)."""
+    scores: list[Score] = []
+    for metric, value, label, status, error_kind, passed in lines:
+        if status == "ok":
+            scores.append(Score(metric, value, label=label, passed=None if passed is None else bool(passed)))
+        else:
+            message = outputs.get(f"{ev.info.prefix}_error")
+            scores.append(Score.failed(
+                metric, ErrorInfo(error_kind or ErrorKind.COMPUTATION.value, str(message or "failed"))
+            ))
+    return Outcome(scores, outputs)
 
 
 def load_run_result(store: Store, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:

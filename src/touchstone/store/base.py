@@ -74,7 +74,8 @@ class ScoreRecord(NamedTuple):
     ``str`` made by :func:`touchstone.store.sqlite.encode_outputs`, so a worker process can encode
     it ahead); ``failed`` whether any score of the row failed; ``usage`` the model calls, tokens and
     cost spent on the row; ``scores`` the typed :class:`~touchstone.scores.Score` objects of the
-    row, written to the queryable score columns (empty: only the JSON is written).
+    row, or their :data:`ScoreLine` tuples, written to the queryable score columns (empty: only the
+    JSON is written).
 
     Being a tuple, a record may also be passed as a plain ``(idx, outputs, failed, usage)`` or
     ``(idx, outputs, failed, usage, scores)`` tuple (cheapest when writing many)."""
@@ -83,13 +84,39 @@ class ScoreRecord(NamedTuple):
     outputs: dict[str, Any] | str
     failed: bool
     usage: dict[str, Any] | None
-    scores: Sequence[Score] = ()
+    scores: Sequence[Score] | Sequence[ScoreLine] = ()
+
+
+ScoreLine: TypeAlias = tuple[str, float | None, str | None, str, str | None, int | None]
+"""One Score as the queryable columns keep it: ``(metric, value, label, status, error kind, passed)``
+(value a float, status the :class:`~touchstone.scores.Status` value, passed 0/1). Worker processes
+send these instead of :class:`~touchstone.scores.Score` objects: plain tuples cross a process
+boundary several times cheaper, and the store writes them as they are."""
+
+
+def score_lines(scores: Iterable[Score]) -> tuple[ScoreLine, ...]:
+    """The :data:`ScoreLine` of each Score."""
+    lines: list[ScoreLine] = []
+    for sc in scores:
+        value = sc.value
+        if value is not None and type(value) is not float:
+            value = float(value)  # numpy scalars, ints, bools: one REAL column
+        err = sc.error
+        lines.append((
+            sc.name,
+            value,
+            sc.label,
+            sc.status.value,
+            None if err is None else err.kind,
+            None if sc.passed is None else int(sc.passed),
+        ))
+    return tuple(lines)
 
 
 PutScoresItem: TypeAlias = (
     ScoreRecord
     | tuple[int, dict[str, Any] | str, bool, dict[str, Any] | None]
-    | tuple[int, dict[str, Any] | str, bool, dict[str, Any] | None, Sequence[Score]]
+    | tuple[int, dict[str, Any] | str, bool, dict[str, Any] | None, Sequence[Score] | Sequence[ScoreLine]]
 )
 """One item of :meth:`Store.put_scores`: a :class:`ScoreRecord` or a plain 4- or 5-tuple of the same."""
 

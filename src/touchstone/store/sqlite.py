@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from touchstone.errors import ConfigurationError
 from touchstone.errors import describe_os_error as _reason
@@ -31,11 +31,13 @@ from touchstone.scores import Score, Status
 from touchstone.store.base import (
     PutScoresItem,
     RunInfo,
+    ScoreLine,
     ScoreRecord,
     ScoreValue,
     StoredRow,
     StoreLocationWarning,
     StoreVersionError,
+    score_lines,
 )
 from touchstone.store.migrations import migrate
 
@@ -350,21 +352,11 @@ class RunStore:
             )
 
 
-def _typed_lines(run_id: str, idx: int, evaluator: str, scores: Sequence[Score]) -> Iterator[tuple[Any, ...]]:
-    """The ``score_values`` lines of one row's Scores."""
-    for sc in scores:
-        value = sc.value
-        if value is not None and type(value) is not float:
-            value = float(value)  # numpy scalars, ints, bools: one REAL column
-        err = sc.error
-        yield (
-            run_id,
-            evaluator,
-            idx,
-            sc.name,
-            value,
-            sc.label,
-            sc.status.value,
-            None if err is None else err.kind,
-            None if sc.passed is None else int(sc.passed),
-        )
+def _typed_lines(
+    run_id: str, idx: int, evaluator: str, scores: Sequence[Score] | Sequence[ScoreLine]
+) -> list[tuple[Any, ...]]:
+    """The ``score_values`` lines of one row's Scores (or of their :data:`ScoreLine` tuples)."""
+    first = scores[0]
+    lines = cast("Sequence[ScoreLine]", scores) if isinstance(first, tuple) else score_lines(
+        cast("Sequence[Score]", scores))
+    return [(run_id, evaluator, idx, *line) for line in lines]
