@@ -33,11 +33,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "reason verbatim; `/coherence_result` 'pass' vs SDK 'fail' (SDK: mean 3.67, but 'fail' since not "
         "every turn passed)"
     ),
-    "coherence_single": (
-        "judge score int vs SDK float (`coherence`, `coherence_score`: 4 vs 4.0); `coherence_threshold` "
-        "float vs SDK int (3.0 vs 3); `coherence_properties` lacks the SDK's prompt_tokens, "
-        "completion_tokens, total_tokens, finish_reason, model, sample_input, sample_output"
-    ),
     "evaluate_conversation_jsonl": (
         "rows lack the SDK's flattened `outputs.fluency.evaluation_per_turn.fluency[_score|_passed|_resul"
         "t|_reason|_threshold|_status|_properties]` columns (lists per turn; NaN on a one-turn row); "
@@ -55,12 +50,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "touchstone crashes: no module `touchstone._exceptions` (SDK users import `EvaluationException` "
         "from `azure.ai.evaluation._exceptions`; it is not in the package namespace); once importable: "
         "the raised error carries no `category` (SDK FAILED_EXECUTION) / `blame` (SDK UNKNOWN)"
-    ),
-    "evaluate_judge_jsonl": (
-        "per row: judge score int vs SDK float (`groundedness`, `groundedness_score`: 4 vs 4.0); "
-        "`groundedness_threshold` float vs SDK int (3.0 vs 3), same for coherence; "
-        "`groundedness_properties` lacks the SDK's prompt_tokens, completion_tokens, total_tokens, "
-        "finish_reason, model, sample_input, sample_output (and coherence)"
     ),
     "evaluate_missing_column": (
         "touchstone crashes: no module `touchstone._exceptions` (see evaluator_input_errors); once "
@@ -95,12 +84,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "`fluency_reason` prefixed with 'Turn k of n (lowest...)' where the SDK gives the last turn's "
         "reason verbatim"
     ),
-    "fluency_single": (
-        "judge score int vs SDK float (`fluency`, `fluency_score`: 4 vs 4.0); `fluency_threshold` float "
-        "vs SDK int (3.0 vs 3) (custom threshold=2: 2.0 vs 2); `fluency_properties` lacks the SDK's "
-        "prompt_tokens, completion_tokens, total_tokens, finish_reason, model, sample_input, "
-        "sample_output"
-    ),
     "groundedness_conversation": (
         "`/groundedness` int 2 (minimum of turns 5, 2) vs SDK float 3.5 (mean); per turn "
         "(`evaluation_per_turn/groundedness/N`, `groundedness_score/N`) int vs SDK float, "
@@ -109,22 +92,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "`groundedness_reason` prefixed with 'Turn k of n (lowest...)' where the SDK gives the last "
         "turn's reason verbatim"
     ),
-    "groundedness_no_context": (
-        "query + response without context: touchstone gives none of the SDK's keys (`groundedness` 2.0, "
-        "`_score`, `_passed`, `_result`, `_reason`, `_status`, `_threshold` int 3, `_properties`): it "
-        "does not score it"
-    ),
-    "groundedness_single": (
-        "judge score int vs SDK float (`groundedness`, `groundedness_score`: 4 vs 4.0); "
-        "`groundedness_threshold` float vs SDK int (3.0 vs 3) (custom threshold=5: 5.0 vs 5); "
-        "`groundedness_properties` lacks the SDK's prompt_tokens, completion_tokens, total_tokens, "
-        "finish_reason, model, sample_input, sample_output"
-    ),
-    "model_config_class_in_evaluator": (
-        "judge score int vs SDK float (`relevance`, `relevance_score`: 4 vs 4.0); `relevance_threshold` "
-        "float vs SDK int (3.0 vs 3); `relevance_properties` lacks the SDK's prompt_tokens, "
-        "completion_tokens, total_tokens, finish_reason, model, sample_input, sample_output"
-    ),
     "model_config_dicts": (
         "touchstone crashes: TypeError 'AzureOpenAIModelConfiguration' object does not support item "
         "assignment (SDK configs are plain dicts: isinstance dict, json.dumps, item assignment)"
@@ -132,11 +99,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "public_names": (
         "touchstone crashes: ImportError: cannot import name 'AzureAIProject' (also missing: "
         "Conversation, Message, EvaluatorConfig)"
-    ),
-    "qa_single": (
-        "for each of groundedness, relevance, coherence, fluency, similarity: judge score int vs SDK "
-        "float (`<m>`, `<m>_score`: 4 vs 4.0); `<m>_threshold` float vs SDK int (3.0 vs 3) (relevance's "
-        "threshold matches); `<m>_properties` lack the SDK's token/model/sample keys"
     ),
     "relevance_conversation": (
         "turns without context get a fixed 5 ('No documents were retrieved ... rated 5') instead of being"
@@ -148,12 +110,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "`relevance_reason` prefixed with 'Turn k of n (lowest...)' where the SDK gives the last turn's "
         "reason verbatim"
     ),
-    "relevance_single": (
-        "judge score int vs SDK float (`relevance`, `relevance_score`: 4 vs 4.0); `relevance_threshold` "
-        "float vs SDK int (3.0 vs 3) (custom threshold=4: 4.0 vs 4); `relevance_properties` lacks the "
-        "SDK's prompt_tokens, completion_tokens, total_tokens, finish_reason, model, sample_input, "
-        "sample_output"
-    ),
     "retrieval_conversation": (
         "judges each assistant turn's own context (per turn 5, 2; mean 3.5) where the SDK judges the user"
         " turn with the conversation's global context (4.0, 4.0; 4.0); "
@@ -162,21 +118,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "`retrieval_properties/N` lack the SDK's token/model/sample keys; `retrieval_passed` bool vs SDK "
         "float (share of passing turns); `retrieval_reason` prefixed with 'Turn k of n (lowest...)' where"
         " the SDK gives the last turn's reason verbatim"
-    ),
-    "retrieval_single": (
-        "judge score int vs SDK float (`retrieval`, `retrieval_score`: 4 vs 4.0); `retrieval_threshold` "
-        "float vs SDK int (3.0 vs 3); `retrieval_properties` lacks the SDK's prompt_tokens, "
-        "completion_tokens, total_tokens, finish_reason, model, sample_input, sample_output and "
-        "thought_chain"
-    ),
-    "similarity_single": (
-        "`similarity`, `similarity_score` int 5 vs SDK float 5.0; `similarity_properties` lacks the SDK's"
-        " prompt_tokens, completion_tokens, total_tokens, finish_reason, model, sample_input, "
-        "sample_output"
-    ),
-    "thresholds_defaults": (
-        "default thresholds of coherence, fluency, groundedness, relevance, retrieval, similarity: float "
-        "3.0 vs SDK int 3"
     ),
 }
 """Snippet -> what differs (touchstone's value first, then the SDK's). Remove an entry when fixed."""

@@ -277,7 +277,8 @@ def test_retrieval_rates_documents(fake_openai: FakeOpenAIServer, judge_config: 
     assert out["retrieval_reason"] == "d1 answers it."
     assert out["retrieval_properties"]["documents"][0]["id"] == "d1"
     assert '[document id="d1"]' in blocks(seen[0].prompt)["documents"]
-    assert list(seen[0].json_schema["properties"]) == ["documents", "intent", "reason", "score"]  # type: ignore[index]
+    fields = list(seen[0].json_schema["properties"])  # type: ignore[index]
+    assert fields == ["documents", "intent", "thought_chain", "reason", "score"]
 
 
 def test_retrieval_score_from_intent_verdicts(

@@ -16,6 +16,7 @@ which was used and why.
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -260,6 +261,31 @@ def model_reader(model: type[BaseModel]) -> Reader[BaseModel]:
     return read
 
 
+def call_metadata(replies: Sequence[Any], sent: Sequence[Mapping[str, str]], text: str) -> dict[str, Any]:
+    """The compatible SDK's per-call keys of ``m_properties``: ``prompt_tokens``,
+    ``completion_tokens``, ``total_tokens`` (summed over every call the judgement took, the repair
+    included, so that usage tracking counts what was spent), ``finish_reason`` and ``model`` of the
+    last reply, ``sample_input`` (the messages of the last request, as JSON) and ``sample_output``
+    (the last reply as an assistant message, as JSON). The messages hold the prompt and the row's
+    data only; no configuration or credential reaches them."""
+    prompt_tokens = completion_tokens = 0
+    for r in replies:
+        usage = getattr(r, "usage", None)
+        prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+    last = replies[-1] if replies else None
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "finish_reason": str(getattr(last, "finish_reason", None) or ""),
+        "model": str(getattr(last, "model", None) or ""),
+        "sample_input": json.dumps(list(sent), ensure_ascii=False),
+        "sample_output": json.dumps([{"role": "assistant", "content": text}] if text else [],
+                                    ensure_ascii=False),
+    }
+
+
 async def ask(
     client: Any,
     prompt: PromptTemplate,
@@ -294,12 +320,15 @@ async def ask(
         )
 
     reply = await send(messages)
+    replies, sent = [reply], messages
     text = reply.text or ""
     value, error = read(text)
     repaired, first_error = False, error
     if error is not None:
         repair = load_prompt("repair").render({}, {"cause": error, "format": format_hint(schema)})
-        reply = await send([*messages, {"role": "assistant", "content": text}, *repair])
+        sent = [*messages, {"role": "assistant", "content": text}, *repair]
+        reply = await send(sent)
+        replies.append(reply)
         text = reply.text or ""
         value, error = read(text)
         repaired = True
@@ -318,6 +347,7 @@ async def ask(
     }
     if repaired:
         props["repair_cause"] = first_error
+    props.update(call_metadata(replies, sent, text))
     return Answer(value, text, reply, repaired, first_error if repaired else None, props)  # type: ignore[arg-type]
 
 
@@ -372,6 +402,13 @@ async def judge(
 
 
 # ------------------------------------------------------------------------------ the base class
+def as_given(threshold: float | None) -> float | None:
+    """A default threshold as the SDK writes it: a whole number as an int (``3``, not ``3.0``)."""
+    if isinstance(threshold, float) and threshold.is_integer():
+        return int(threshold)
+    return threshold
+
+
 class JudgeEvaluator(Evaluator):
     """Base of the LLM-judged metrics: a model configuration, a threshold (default 3 on the 1–5
     scale), ``score_mode`` (``"sampled"`` or ``"logprobs"``) and, for conversations, the aggregation
@@ -399,6 +436,11 @@ class JudgeEvaluator(Evaluator):
     ) -> None:
         check_options(type(self).__name__, sdk_options, (*self.option_names(), *SDK_ONLY_OPTIONS))
         super().__init__(threshold=threshold)
+        # The SDK reports the threshold as the user gave it (an int by default: 3); comparisons and
+        # the typed Scores use the float in ``self.threshold``.
+        self.sdk_threshold: float | None = (
+            threshold if threshold is not None else as_given(self.default_threshold)
+        )
         if model_config is None:
             raise no_judge_error(self.metric)
         if (
@@ -475,13 +517,21 @@ class JudgeEvaluator(Evaluator):
     def result(
         self, score: float, *, reason: str | None = None, properties: Any = None, **extra: Any
     ) -> Outputs:
+        """The outcome of a judged row, rendered as the SDK renders it: the score as a float (``4.0``
+        whether the judge sampled ``4`` or the log-probability expectation gave ``3.87``), the
+        threshold as given (``3``). The typed Score keeps the value as obtained."""
         out = super().result(score, reason=reason, properties=properties, **extra)
+        rendered = float(score)
+        key, m = self.info.key, self.info.prefix
+        out[key] = out[f"{m}_score"] = rendered
         if self.gpt_alias:
-            out[f"gpt_{self.score_key}"] = score
+            out[f"gpt_{self.score_key}"] = rendered
+        out[f"{m}_threshold"] = self.sdk_threshold
         return out
 
     def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outputs:
         out = super().failure(error, kind=kind)
+        out[f"{self.prefix}_threshold"] = self.sdk_threshold
         props: dict[str, Any] = {"judge_model": describe_judge(self.model_config).get("model")}
         if isinstance(error, JudgeReplyError) and error.reply is not None:
             props["last_reply"] = error.reply[:2000]

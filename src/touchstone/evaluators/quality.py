@@ -52,7 +52,7 @@ class GroundednessEvaluator(JudgeEvaluator):
     prefix = "groundedness"
     score_key = "groundedness"
     inputs = (_QUERY, _RESPONSE, _CONTEXT, _CONVERSATION)
-    input_modes = (("response", "context"), ("conversation",))
+    input_modes = (("response", "context"), ("query", "response"), ("conversation",))
     description = "LLM judge: are the response's claims supported by the context (1-5)"
     default_aggregation: ClassVar[Aggregation] = "min"
 
@@ -63,14 +63,20 @@ class GroundednessEvaluator(JudgeEvaluator):
         return [load_prompt("groundedness"), load_prompt("groundedness_chat")]
 
     async def _single(self, **inputs: Any) -> Outputs:
+        context = inputs.get("context")
+        response = inputs["response"]
+        # As the compatible SDK does, a query and response without context are judged with the
+        # response as its own context (the claims must at least hold together with each other).
         j = await self._judge(
             load_prompt("groundedness"),
             {
                 "query": inputs.get("query"),
-                "context": context_block(inputs["context"]),
-                "response": inputs["response"],
+                "context": context_block(context) if context else response,
+                "response": response,
             },
         )
+        if not context:
+            j.properties["context_from"] = "response"
         return self.judged(j)
 
     async def _turn(self, turn: Turn) -> Outputs:

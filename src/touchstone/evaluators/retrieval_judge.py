@@ -56,7 +56,10 @@ class RetrievalEvaluator(JudgeEvaluator):
         return [load_prompt("retrieval")]
 
     async def _rate(self, history: str | None, query: str | None, docs: list[dict[str, Any]]) -> Outputs:
-        schema = score_schema(self.scale, {"documents": _DOC_RATINGS, "intent": {"type": "string"}})
+        schema = score_schema(
+            self.scale,
+            {"documents": _DOC_RATINGS, "intent": {"type": "string"}, "thought_chain": {"type": "string"}},
+        )
         j = await self._judge(
             load_prompt("retrieval"),
             {"history": history, "query": query, "documents": format_documents(docs)},
@@ -65,6 +68,9 @@ class RetrievalEvaluator(JudgeEvaluator):
         data = j.data or {}
         j.properties["documents"] = data.get("documents") if isinstance(data.get("documents"), list) else None
         j.properties["intent"] = data.get("intent") if isinstance(data.get("intent"), str) else None
+        # the SDK's key for the judge's step-by-step analysis (a free-text reply may lack it)
+        thought = data.get("thought_chain")
+        j.properties["thought_chain"] = thought if isinstance(thought, str) else ""
         return self.judged(j)
 
     async def _single(self, **inputs: Any) -> Outputs:
