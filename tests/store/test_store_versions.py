@@ -70,7 +70,8 @@ def test_old_store_is_migrated_in_place_keeping_its_data(tmp_path: Path) -> None
 
     store = RunStore(db)
     assert store.schema_version == SCHEMA_VERSION
-    assert {"score_values", "scores_replace_values", "runs_delete_values"} <= _tables(db)
+    tables = _tables(db)
+    assert {"score_values", "runs_delete_values"} <= tables and "scores_replace_values" not in tables
     info = store.get_run("old-run")
     assert info is not None and info.status == "completed" and info.metrics == {"f1.f1_score": 0.75}
     assert [r.data for r in store.get_rows("old-run")] == [{"response": "r0"}, {"response": "r1"}]
@@ -151,6 +152,17 @@ def test_typed_scores_are_queryable_beside_the_json(tmp_path: Path) -> None:
     # The same (row, evaluator) written again replaces its typed lines as a whole.
     store.put_scores(run_id, "rouge", [(0, {"rouge_f1": 0.7}, False, None, [Score("rouge_f1", 0.7)])])
     assert [(v.metric, v.value) for v in store.score_values(run_id, "rouge")] == [("rouge_f1", 0.7)]
+    # Rows that are not consecutive (a resume re-scoring some rows), as ScoreLine tuples: only the
+    # rows written again lose their earlier lines.
+    store.put_scores(run_id, "rouge", [(i, {}, False, None, [Score("rouge_f1", i / 10)]) for i in range(5)])
+    store.put_scores(
+        run_id, "rouge", [(i, {}, False, None, [("rouge_p", 0.5, None, "ok", None, 1)]) for i in (3, 1)]
+    )
+    assert [(v.idx, v.metric, v.value, v.passed) for v in store.score_values(run_id, "rouge")] == [
+        (0, "rouge_f1", 0.0, None), (1, "rouge_p", 0.5, True), (2, "rouge_f1", 0.2, None),
+        (3, "rouge_p", 0.5, True), (4, "rouge_f1", 0.4, None),
+    ]
+    store.put_scores(run_id, "rouge", [(0, {"rouge_f1": 0.7}, False, None, [Score("rouge_f1", 0.7)])])
 
     # Plain SQL over the columns: what the typed lines are for.
     with sqlite3.connect(tmp_path / "s.db") as c:
@@ -158,7 +170,9 @@ def test_typed_scores_are_queryable_beside_the_json(tmp_path: Path) -> None:
             "SELECT evaluator, metric, COUNT(*), SUM(status = 'failed') FROM score_values "
             "WHERE run_id = ? GROUP BY evaluator, metric ORDER BY evaluator, metric",
             (run_id,),
-        ).fetchall() == [("groundedness", "groundedness", 2, 1), ("rouge", "rouge_f1", 1, 0)]
+        ).fetchall() == [
+            ("groundedness", "groundedness", 2, 1), ("rouge", "rouge_f1", 3, 0), ("rouge", "rouge_p", 2, 0)
+        ]
 
 
 def test_a_failed_write_leaves_neither_json_nor_typed_lines(tmp_path: Path) -> None:

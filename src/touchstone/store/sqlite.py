@@ -289,6 +289,7 @@ class RunStore:
             if len(item) > 4 and item[4]:
                 typed_rows.extend(_typed_lines(run_id, idx, evaluator, item[4]))
         with self._tx() as c:
+            _delete_typed(c, run_id, evaluator, [row[1] for row in json_rows])
             c.executemany(
                 "INSERT OR REPLACE INTO scores (run_id, idx, evaluator, outputs, failed, usage, created) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -350,6 +351,25 @@ class RunStore:
             return int(
                 self._conn.execute("SELECT COUNT(*) FROM scores WHERE run_id = ?", (run_id,)).fetchone()[0]
             )
+
+
+def _delete_typed(c: sqlite3.Connection, run_id: str, evaluator: str, indices: list[int]) -> None:
+    """Remove the typed lines of the (row, evaluator) results about to be written, so that a result
+    written again keeps no metric of the earlier one."""
+    if not indices:
+        return
+    lo, hi = min(indices), max(indices)
+    if hi - lo + 1 == len(indices) == len(set(indices)):  # consecutive rows: one range
+        c.execute(
+            "DELETE FROM score_values WHERE run_id = ? AND evaluator = ? AND idx BETWEEN ? AND ?",
+            (run_id, evaluator, lo, hi),
+        )
+    else:
+        c.execute(
+            "DELETE FROM score_values WHERE run_id = ? AND evaluator = ? "
+            "AND idx IN (SELECT value FROM json_each(?))",
+            (run_id, evaluator, json.dumps(indices)),
+        )
 
 
 def _typed_lines(
