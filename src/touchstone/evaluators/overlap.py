@@ -41,6 +41,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
+from pathlib import Path
 from typing import Any, ClassVar
 
 from touchstone.data.kinds import as_text_list
@@ -142,28 +143,67 @@ def _sum_stats(stats: list[list[int]]) -> list[int]:
     return [sum(column) for column in zip(*stats, strict=True)]
 
 
+BLEU_IMPLEMENTATIONS = ("nltk", "sacrebleu")
+
+
 @register
 class BleuScoreEvaluator(_SacrebleuEvaluator):
-    """Sentence BLEU as sacrebleu computes it (13a tokenizer, exponential smoothing, effective order),
-    divided by 100. The summary adds ``corpus_bleu``: sacrebleu's corpus BLEU (n-gram counts summed
-    over rows, no effective order), also divided by 100."""
+    """Sentence BLEU.
+
+    ``implementation="nltk"`` (the default, the compatible SDK's value): nltk's ``sentence_bleu``
+    (uniform weights over 1-4-grams) with ``SmoothingFunction().method4``, on the SDK's tokens
+    (``tokenizer="sdk"``, see :class:`SdkTokenizer`). As in nltk, a response with no unigram in common
+    with the ground truth scores the integer ``0``. ``bleu_properties`` is ``None``, as in the SDK.
+
+    ``implementation="sacrebleu"``: sacrebleu's sentence BLEU (``tokenize`` 13a by default,
+    exponential smoothing, effective order) divided by 100; the row's sufficient statistics are kept in
+    ``bleu_properties["sacrebleu_stats"]``.
+
+    Either way the summary adds ``corpus_bleu``: sacrebleu's corpus BLEU (n-gram counts summed over
+    rows, no effective order) divided by 100."""
 
     metric = "bleu_score"
     prefix = "bleu"
     score_key = "bleu"
     corpus_key = "corpus_bleu"
-    description = "sentence BLEU (sacrebleu: 13a, exp smoothing, effective order) / 100, and corpus BLEU"
+    description = "sentence BLEU (nltk, smoothing method 4, as the SDK; or sacrebleu) and corpus BLEU"
 
-    def __init__(self, *, threshold: float = 0.5, tokenize: str = "13a", lowercase: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        threshold: float = 0.5,
+        implementation: str = "nltk",
+        tokenizer: str = "sdk",
+        tokenize: str = "13a",
+        lowercase: bool = False,
+    ) -> None:
         super().__init__(threshold=threshold)
+        if implementation not in BLEU_IMPLEMENTATIONS:
+            raise ValueError(
+                f"unknown implementation {implementation!r}; expected one of {', '.join(BLEU_IMPLEMENTATIONS)}"
+            )
+        self.implementation = implementation
+        self.tokenizer = WordTokenizer(tokenizer)
         self.tokenize = tokenize
         self.lowercase = lowercase
 
     def options(self) -> dict[str, Any]:
+        if self.implementation == "nltk":
+            import nltk
+
+            return {
+                **super().options(),
+                "implementation": "nltk",
+                "smoothing": "method4",
+                "tokenizer": self.tokenizer.name,
+                **self.tokenizer.describe(),
+                "nltk": nltk.__version__,
+            }
         import sacrebleu
 
         return {
             **super().options(),
+            "implementation": "sacrebleu",
             "tokenize": self.tokenize,
             "lowercase": self.lowercase,
             "smooth": "exp",
@@ -175,6 +215,23 @@ class BleuScoreEvaluator(_SacrebleuEvaluator):
         from sacrebleu.metrics.bleu import BLEU
 
         return BLEU(tokenize=self.tokenize, lowercase=self.lowercase, effective_order=True)
+
+    def value(self, response: str, truths: list[str]) -> float:
+        if self.implementation == "sacrebleu":
+            return super().value(response, truths)
+        from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+        tok = self.tokenizer
+        # int 0 when nothing matches, exactly as nltk (and so the SDK) returns it
+        score: float = sentence_bleu(
+            [tok(t) for t in truths], tok(response), smoothing_function=SmoothingFunction().method4
+        )
+        return score
+
+    def outputs(self, response: str, truths: list[str]) -> Outputs:
+        if self.implementation == "sacrebleu":
+            return super().outputs(response, truths)
+        return self.result(self.value(response, truths))
 
     def corpus_value(self, stats: list[list[int]]) -> float:
         from sacrebleu.metrics.bleu import BLEU
@@ -254,17 +311,20 @@ class ChrfScoreEvaluator(_SacrebleuEvaluator):
 
 
 # ------------------------------------------------------------------------------------- tokenizers
-TOKENIZERS = ("nltk", "13a", "whitespace")
+TOKENIZERS = ("sdk", "nltk", "13a", "whitespace")
 
 
 class WordTokenizer:
-    """Word tokenizer for GLEU and METEOR; needs no downloaded data.
+    """Word tokenizer for BLEU, GLEU and METEOR; never downloads anything.
 
-    ``nltk``: nltk's Treebank word tokenizer over the whole text (``nltk.word_tokenize(text,
+    ``sdk`` (the default): what the compatible SDK tokenises with -- ``nltk.word_tokenize`` (English
+    Punkt sentences, then nltk's Treebank word tokenizer per sentence) for ASCII text, and nltk's NIST
+    ``international_tokenize`` for any other text (see :class:`SdkTokenizer`). ``nltk``: the Treebank
+    word tokenizer over the whole text, with no sentence split (``nltk.word_tokenize(text,
     preserve_line=True)``); ``13a``: sacrebleu's mteval-13a tokenizer, split on spaces;
     ``whitespace``: ``str.split()``."""
 
-    def __init__(self, name: str = "nltk") -> None:
+    def __init__(self, name: str = "sdk") -> None:
         if name not in TOKENIZERS:
             raise ValueError(f"unknown tokenizer {name!r}; expected one of {', '.join(TOKENIZERS)}")
         self.name = name
@@ -277,15 +337,155 @@ class WordTokenizer:
         if self.name == "whitespace":
             return text.split()
         if self._impl is None:
-            if self.name == "nltk":
-                self._impl = _treebank_tokenize()
-            else:
-                from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+            self._impl = self._make()
+        if self.name == "13a":
+            return str(self._impl(text.rstrip())).split()
+        return list(self._impl(text))
 
-                self._impl = Tokenizer13a()
+    def _make(self) -> Callable[[str], Any]:
+        if self.name == "sdk":
+            return SdkTokenizer()
         if self.name == "nltk":
-            return list(self._impl(text))
-        return str(self._impl(text.rstrip())).split()
+            return _treebank_tokenize()
+        from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+        return Tokenizer13a()  # type: ignore[no-any-return]
+
+    def describe(self) -> dict[str, str]:
+        """Which data the tokenizer uses (recorded in the evaluator's options)."""
+        if self.name != "sdk":
+            return {}
+        if self._impl is None:
+            self._impl = self._make()
+        impl: SdkTokenizer = self._impl
+        return impl.describe()
+
+
+_PUNKT_DIR = Path(__file__).with_name("punkt_english")
+
+
+def _nltk_has(resource: str) -> bool:
+    """Whether nltk finds a data resource on this machine (its own search path; never downloads)."""
+    import nltk
+
+    try:
+        nltk.data.find(resource)
+    except LookupError:
+        return False
+    return True
+
+
+def _bundled_punkt_parameters() -> Any:
+    """nltk's English Punkt model (the ``punkt_tab`` data's four files, shipped in
+    ``punkt_english/``), read into ``PunktParameters`` the way nltk reads them."""
+    from nltk.tokenize.punkt import PunktParameters
+
+    def lines(name: str) -> list[str]:
+        text = (_PUNKT_DIR / name).read_text(encoding="utf-8")
+        return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
+
+    params = PunktParameters()
+    params.abbrev_types = set(lines("abbrev_types.txt"))
+    params.sent_starters = set(lines("sent_starters.txt"))
+    params.collocations = {tuple(line.split("\t")) for line in lines("collocations.tab")}
+    for line in lines("ortho_context.tab"):
+        word, flags = line.split("\t")
+        params.ortho_context[word] = int(flags)
+    return params
+
+
+class SdkTokenizer:
+    """The compatible SDK's tokenizer (``nltk_tokenize`` in azure-ai-evaluation), without downloads.
+
+    * ASCII text: ``nltk.word_tokenize(text)``: nltk's Punkt sentence splitter with the English model,
+      then nltk's Treebank word tokenizer on each sentence. The model is nltk's own ``punkt_tab``
+      data when nltk finds it on this machine (so touchstone tokenises exactly as the SDK beside it
+      does, whatever data that is); otherwise the copy of the same English model shipped with
+      touchstone (``punkt_english/``, taken from nltk's ``punkt_tab`` package).
+    * Other text: nltk's ``NISTTokenizer().international_tokenize(text)``. Its character classes
+      (Unicode numbers, punctuation, symbols) come from nltk's ``perluniprops`` data when nltk finds
+      it; otherwise from Python's ``unicodedata`` (general categories N*, P*, S*). The two lists come
+      from different Unicode versions, so a character assigned or re-categorised between them can
+      tokenise differently; letters, digits and common punctuation do not.
+    """
+
+    def __init__(self) -> None:
+        self._word = _treebank_tokenize()
+        if _nltk_has("tokenizers/punkt_tab/english/"):
+            from nltk.tokenize.punkt import PunktTokenizer
+
+            self._sentences: Any = PunktTokenizer("english")
+            self.punkt_source = "nltk data"
+        else:
+            from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+            self._sentences = PunktSentenceTokenizer(_bundled_punkt_parameters())
+            self.punkt_source = "bundled"
+        self._international: Callable[[str], list[str]] | None = None
+        self.perluniprops_source = ""
+
+    def __getstate__(self) -> dict[str, Any]:
+        raise TypeError("SdkTokenizer is rebuilt after unpickling, not pickled")
+
+    def describe(self) -> dict[str, str]:
+        """Where the Punkt model and (once used) the Unicode classes came from."""
+        out = {"punkt": self.punkt_source}
+        if self.perluniprops_source:
+            out["perluniprops"] = self.perluniprops_source
+        return out
+
+    def __call__(self, text: str) -> list[str]:
+        if not text.isascii():
+            if self._international is None:
+                self._international = self._make_international()
+            return self._international(text)
+        word = self._word
+        return [token for sentence in self._sentences.tokenize(text) for token in word(sentence)]
+
+    def _make_international(self) -> Callable[[str], list[str]]:
+        if _nltk_has("misc/perluniprops"):
+            try:
+                from nltk.tokenize.nist import NISTTokenizer
+
+                self.perluniprops_source = "nltk data"
+                return NISTTokenizer().international_tokenize  # type: ignore[no-any-return]
+            except LookupError:  # the data is there but unreadable: fall back as if absent
+                pass
+        self.perluniprops_source = "unicodedata"
+        return _international_tokenize
+
+
+def _category_class(prefix: str) -> str:
+    """A regex character class body with every character whose Unicode category starts with
+    ``prefix`` (whitespace excluded, as the perluniprops lists are stripped)."""
+    import unicodedata
+
+    chars = (chr(i) for i in range(0x110000))
+    members = "".join(c for c in chars if unicodedata.category(c).startswith(prefix) and not c.isspace())
+    return re.sub(r"[]^\\-]", r"\\\g<0>", members)
+
+
+_NIST_RULES: list[tuple[re.Pattern[str], str]] = []
+
+
+def _international_tokenize(text: str) -> list[str]:
+    """nltk's ``NISTTokenizer.international_tokenize`` (no lowercasing), its Unicode classes taken
+    from ``unicodedata`` instead of nltk's perluniprops data."""
+    from nltk.tokenize.util import xml_unescape
+
+    if not _NIST_RULES:
+        number, punct, symbol = _category_class("N"), _category_class("P"), _category_class("S")
+        _NIST_RULES.extend([
+            (re.compile("([\x00-\x7f]+)"), r" \1 "),
+            (re.compile(f"([{number}])([{punct}])"), "\\1 \\2 "),
+            (re.compile(f"([{punct}])([{number}])"), " \\1 \\2"),
+            (re.compile(f"([{symbol}])"), " \\1 "),
+        ])
+    text = text.replace("<skipped>", "").replace("\u2028", " ")
+    text = xml_unescape(text)
+    for pattern, replacement in _NIST_RULES:
+        text = pattern.sub(replacement, text)
+    return " ".join(text.strip().split()).split()
 
 
 # Characters on which Python's ``re`` and the ``regex`` engine nltk uses agree for every Treebank
@@ -346,14 +546,19 @@ def _stdlib_treebank(base: type) -> Any:
 
 
 class _WordEvaluator(_OverlapEvaluator):
-    def __init__(self, *, threshold: float = 0.5, tokenizer: str = "nltk") -> None:
+    def __init__(self, *, threshold: float = 0.5, tokenizer: str = "sdk") -> None:
         super().__init__(threshold=threshold)
         self.tokenizer = WordTokenizer(tokenizer)
 
     def options(self) -> dict[str, Any]:
         import nltk
 
-        return {**super().options(), "tokenizer": self.tokenizer.name, "nltk": nltk.__version__}
+        return {
+            **super().options(),
+            "tokenizer": self.tokenizer.name,
+            **self.tokenizer.describe(),
+            "nltk": nltk.__version__,
+        }
 
 
 @register
@@ -435,7 +640,7 @@ class MeteorScoreEvaluator(_WordEvaluator):
         gamma: float = 0.5,
         *,
         threshold: float = 0.5,
-        tokenizer: str = "nltk",
+        tokenizer: str = "sdk",
         use_wordnet: bool | None = None,
     ) -> None:
         super().__init__(threshold=threshold, tokenizer=tokenizer)

@@ -20,13 +20,16 @@ def normalize_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCTUATION)).split())
 
 
-def token_f1(prediction: str, truth: str) -> float:
-    """SQuAD token F1 (multiset overlap). Two empty token lists agree (1.0), as SQuAD v2 scores them;
-    one empty and one not give 0.0."""
+def token_f1(prediction: str, truth: str, *, empty_answers_agree: bool = False) -> float:
+    """SQuAD token F1 (multiset overlap of the normalised tokens).
+
+    A side with no token after normalisation shares no token, so the F1 is 0.0 -- the compatible
+    SDK's value, also when both sides are empty. ``empty_answers_agree=True`` applies SQuAD v2's rule
+    instead: two empty answers agree (1.0)."""
     pred = normalize_answer(prediction).split()
     gold = normalize_answer(truth).split()
-    if not pred or not gold:
-        return float(pred == gold)
+    if empty_answers_agree and not pred and not gold:
+        return 1.0
     same = sum((Counter(pred) & Counter(gold)).values())
     if same == 0:
         return 0.0
@@ -41,11 +44,13 @@ def exact_match(prediction: str, truth: str, normalize: bool = True) -> float:
     return float(prediction == truth)
 
 
-
-
 @register
 class F1ScoreEvaluator(Evaluator):
-    """Token F1 between response and ground truth after SQuAD normalisation; max over ground truths."""
+    """Token F1 between response and ground truth after SQuAD normalisation; max over ground truths.
+
+    Texts with no token left after normalisation (``"a"``, ``"!!!"``) score 0.0, as in the compatible
+    SDK; ``empty_answers_agree=True`` scores two such texts 1.0 (SQuAD v2's rule for unanswerable
+    questions)."""
 
     metric = "f1_score"
     prefix = "f1_score"
@@ -55,12 +60,18 @@ class F1ScoreEvaluator(Evaluator):
     value_range = "0-1"
     default_threshold: ClassVar[float | None] = 0.5
 
-    def __init__(self, *, threshold: float = 0.5) -> None:
+    def __init__(self, *, threshold: float = 0.5, empty_answers_agree: bool = False) -> None:
         super().__init__(threshold=threshold)
+        self.empty_answers_agree = empty_answers_agree
+
+    def options(self) -> dict[str, Any]:
+        return {**super().options(), "empty_answers_agree": self.empty_answers_agree}
 
     def _score(self, **inputs: Any) -> Outputs:
         response: str = inputs["response"]
-        return self.result(max(token_f1(response, gt) for gt in as_text_list(inputs["ground_truth"])))
+        agree = self.empty_answers_agree
+        truths = as_text_list(inputs["ground_truth"])
+        return self.result(max(token_f1(response, gt, empty_answers_agree=agree) for gt in truths))
 
 
 @register
