@@ -1,9 +1,19 @@
-"""Typed exceptions of the public surface."""
+"""Typed exceptions of the public surface.
+
+Every class here derives from :class:`~touchstone._exceptions.EvaluationException` (the compatible
+SDK's base, with ``category``, ``blame`` and ``target``), and keeps the built-in base it had before
+(``ValueError``, ``TypeError``, ``RuntimeError``), so both ``except EvaluationException`` and
+``except ValueError`` code work. Each class has the SDK's classification for the situation as its
+default; a raising place may pass a more precise one (``category=ErrorCategory.MISSING_FIELD``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from touchstone._exceptions import ErrorBlame, ErrorCategory, ErrorTarget, EvaluationException
 
 
 @dataclass(frozen=True)
@@ -27,17 +37,58 @@ class Problem:
 MAX_REPORTED_PROBLEMS = 20
 
 
-class InputValidationError(ValueError):
+class TouchstoneError(EvaluationException):
+    """Base of touchstone's typed errors: an :class:`EvaluationException` whose ``str()`` is the bare
+    message, and whose category and blame default to the class's own (:attr:`default_category`,
+    :attr:`default_blame`)."""
+
+    show_blame: ClassVar[bool] = False
+    default_category: ClassVar[ErrorCategory] = ErrorCategory.UNKNOWN
+    default_blame: ClassVar[ErrorBlame] = ErrorBlame.UNKNOWN
+
+    def __init__(
+        self,
+        message: str = "",
+        *args: Any,
+        category: ErrorCategory | None = None,
+        blame: ErrorBlame | None = None,
+        target: ErrorTarget = ErrorTarget.UNKNOWN,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            message,
+            *args,
+            category=category or self.default_category,
+            blame=blame or self.default_blame,
+            target=target,
+            **kwargs,
+        )
+
+
+class InputValidationError(TouchstoneError, ValueError):
     """The input data or configuration is invalid; nothing was evaluated and nothing was spent.
 
     ``problems`` lists every problem found; the message shows the first 20 and the total count.
+    Category ``INVALID_VALUE`` by default, ``MISSING_FIELD`` where a required input is absent (as the
+    SDK classifies them); blame ``USER_ERROR``.
     """
 
-    def __init__(self, problems: Sequence[Problem] | str) -> None:
+    default_category = ErrorCategory.INVALID_VALUE
+    default_blame = ErrorBlame.USER_ERROR
+
+    def __init__(
+        self,
+        problems: Sequence[Problem] | str,
+        *,
+        category: ErrorCategory | None = None,
+        blame: ErrorBlame | None = None,
+        target: ErrorTarget = ErrorTarget.UNKNOWN,
+        **kwargs: Any,
+    ) -> None:
         if isinstance(problems, str):
             problems = [Problem(source="input", line=None, field=None, message=problems)]
         self.problems: list[Problem] = list(problems)
-        super().__init__(self._render())
+        super().__init__(self._render(), category=category, blame=blame, target=target, **kwargs)
 
     def _render(self) -> str:
         shown = self.problems[:MAX_REPORTED_PROBLEMS]
@@ -55,17 +106,34 @@ class UnknownMetricError(InputValidationError):
     """A metric name that is not in the registry."""
 
 
-class ConfigurationError(ValueError):
-    """The evaluation is configured in a way that cannot run (missing judge, bad option)."""
+class ConfigurationError(TouchstoneError, ValueError):
+    """The evaluation is configured in a way that cannot run (missing judge, bad option).
+    Category ``INVALID_VALUE``, blame ``USER_ERROR``."""
+
+    default_category = ErrorCategory.INVALID_VALUE
+    default_blame = ErrorBlame.USER_ERROR
 
 
 class UnknownOptionError(ConfigurationError, TypeError):
     """An evaluator was given an option it does not have (the message names the closest valid one).
-    A ``TypeError`` too, as Python raises for an unexpected keyword argument."""
+    A ``TypeError`` too, as Python raises for an unexpected keyword argument. Category
+    ``UNKNOWN_FIELD``."""
+
+    default_category = ErrorCategory.UNKNOWN_FIELD
 
 
-class RunAbortedError(RuntimeError):
-    """A run was stopped early because every remaining row would fail the same way (e.g. bad API key)."""
+class RunAbortedError(TouchstoneError, RuntimeError):
+    """A run was stopped early because every remaining row would fail the same way (e.g. bad API key).
+    Category ``FAILED_EXECUTION``; blame ``UNKNOWN`` unless the raiser knows better."""
+
+    default_category = ErrorCategory.FAILED_EXECUTION
+
+
+class EvaluatorFailedError(TouchstoneError, RuntimeError):
+    """``evaluate(fail_on_evaluator_errors=True)`` and an evaluator failed on a row: category
+    ``FAILED_EXECUTION``, blame ``UNKNOWN``, as the SDK classifies it."""
+
+    default_category = ErrorCategory.FAILED_EXECUTION
 
 
 def describe_os_error(exc: BaseException) -> str:

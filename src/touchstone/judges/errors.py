@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from touchstone.errors import RunAbortedError
+from touchstone._exceptions import ErrorBlame, ErrorCategory
+from touchstone.errors import RunAbortedError, TouchstoneError
 
 __all__ = [
     "FatalProviderError",
@@ -21,48 +22,42 @@ __all__ = [
 ]
 
 
-class ProviderError(Exception):
+class ProviderError(TouchstoneError):
     """A request to a judge provider failed; the subclass says what the session does about it.
 
     ``kind`` (a class constant) is the error kind a row's score records when the call fails for
     good; ``status`` the HTTP status when there was one; ``message`` is shown to the user (secrets
-    are redacted by the backend that raises it)."""
+    are redacted by the backend that raises it). An ``EvaluationException`` of category
+    ``FAILED_EXECUTION`` (``SERVICE_UNAVAILABLE`` for the retryable kinds)."""
 
     kind: str = "provider"
+    default_category = ErrorCategory.FAILED_EXECUTION
 
     def __init__(self, message: str, status: int | None = None, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
 
-    @property
-    def message(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-    @message.setter
-    def message(self, value: str) -> None:
-        self.args = (value,)  # replaced, not kept beside: a redacted message leaves no copy behind
-
-    def __str__(self) -> str:
-        return self.message
-
 
 class RateLimited(ProviderError):
     """HTTP 429 (or a provider's "overloaded"): back off as the server asks, lower concurrency, retry."""
 
     kind = "rate_limit"
+    default_category = ErrorCategory.SERVICE_UNAVAILABLE
 
 
 class QuotaExhausted(ProviderError):
     """The account's quota is spent: every call would fail, the run stops."""
 
     kind = "quota"
+    default_blame = ErrorBlame.USER_ERROR
 
 
 class TransientError(ProviderError):
     """A 5xx, a timeout, a dropped connection or a malformed body: retry with backoff."""
 
     kind = "transient"
+    default_category = ErrorCategory.SERVICE_UNAVAILABLE
 
 
 class UnsupportedParameter(ProviderError):
@@ -93,14 +88,16 @@ class FatalProviderError(ProviderError):
     kind = "fatal"
 
 
-class JudgeCallError(RuntimeError):
+class JudgeCallError(TouchstoneError, RuntimeError):
     """One judge call failed after its retries (or with an error that retrying cannot fix for this row
     only, such as a reply that never matched the requested schema). The engine records the row as
     failed with this message; the run goes on.
 
     ``kind``: the score's error kind, that of the last :class:`ProviderError` (``"transient"``,
     ``"rate_limit"``, ``"row"``, ``"unsupported"``) or ``"invalid_output"`` for replies that never
-    matched the expected format."""
+    matched the expected format. An ``EvaluationException`` of category ``FAILED_EXECUTION``."""
+
+    default_category = ErrorCategory.FAILED_EXECUTION
 
     def __init__(self, message: str, *, kind: str = "error", attempts: int = 1) -> None:
         super().__init__(message)
