@@ -10,6 +10,7 @@ InputKind = Literal[
     "texts",  # a string, or a list of strings (several ground truths)
     "context",  # a string, or a list of documents {id?, title?, content} (or of strings)
     "conversation",  # {"messages": [...], "context"?: ...}
+    "messages",  # a string, or a list of chat messages {role, content} (an agent's query or response)
     "ranked_documents",  # list of {document_id, relevance_score?} or a ranked list of ids
     "relevance_labels",  # list of {document_id, query_relevance_label: int} or a list of relevant ids
     "any",
@@ -61,6 +62,12 @@ def check_value(kind: InputKind, value: Any) -> str | None:
         return _check_context(value)
     if kind == "conversation":
         return check_conversation(value)
+    if kind == "messages":
+        if isinstance(value, str) or (
+            isinstance(value, list) and value and all(isinstance(m, Mapping) and "role" in m for m in value)
+        ):
+            return None
+        return f"expected a string or a non-empty list of messages with a role, {_got(value)}"
     if kind == "ranked_documents":
         return _check_id_list(value, "relevance_score", numeric_required=False)
     if kind == "relevance_labels":

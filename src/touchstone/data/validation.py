@@ -114,6 +114,7 @@ def _expected(ev: Evaluator, name: str) -> str:
         "texts": "a string or a list of strings",
         "context": "a string or a list of documents",
         "conversation": 'an object with "messages"',
+        "messages": "a string or a list of messages",
         "ranked_documents": "a ranked list of document ids",
         "relevance_labels": "a list of relevance labels",
         "any": "a value",

@@ -30,6 +30,7 @@ from touchstone.evaluators.base import Evaluator, Outputs, check_options, descri
 from touchstone.evaluators.parsing import ParsedReply, Scale, parse_judge_reply
 from touchstone.evaluators.prompting import PromptTemplate, load_prompt
 from touchstone.judges.parsing import extract_json
+from touchstone.scores import Outcome, Score
 
 ScoreMode = Literal["sampled", "logprobs"]
 SCORE_MODES = ("sampled", "logprobs")
@@ -528,6 +529,19 @@ class JudgeEvaluator(Evaluator):
             out[f"gpt_{self.score_key}"] = rendered
         out[f"{m}_threshold"] = self.sdk_threshold
         return out
+
+    def not_applicable(self, reason: str) -> Outputs:
+        """The SDK's result for a row that cannot be judged (an agent's unfinished response, nothing
+        to judge against): no score, ``m_result`` ``"not_applicable"``, ``m_status`` ``"skipped"``.
+        The Score has no value and the label ``not_applicable`` (it is not a failure)."""
+        m, key = self.info.prefix, self.info.key
+        text = f"Not applicable: {reason}"
+        out: dict[str, Any] = {
+            key: None, f"{m}_score": None, f"{m}_passed": None, f"{m}_result": "not_applicable",
+            f"{m}_reason": text, f"{m}_status": "skipped", f"{m}_threshold": self.sdk_threshold,
+            f"{m}_properties": None,
+        }
+        return Outcome([Score(key, None, label="not_applicable", reason=text, threshold=self.threshold)], out)
 
     def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outputs:
         out = super().failure(error, kind=kind)

@@ -11,9 +11,18 @@ when no score could be obtained. Those that accept ``conversation=`` judge each 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from touchstone.data.kinds import as_text_list, context_documents
+from touchstone.evaluators.agent.evaluators import INTERMEDIATE
+from touchstone.evaluators.agent.messages import (
+    Checker,
+    is_intermediate,
+    preprocess,
+    render_messages,
+    tool_calls_in,
+)
 from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
 from touchstone.evaluators.conversation import Turn
 from touchstone.evaluators.judging import Aggregation, JudgeEvaluator, Judgement, no_judge_error, score_schema
@@ -22,8 +31,14 @@ from touchstone.evaluators.prompting import PromptTemplate, format_answers, form
 from touchstone.evaluators.registry import register
 from touchstone.scores import Outcome
 
-_QUERY = InputSpec("query", "text", required=False, description="what the user asked")
-_RESPONSE = InputSpec("response", "text", required=False, description="the application's answer")
+_QUERY = InputSpec(
+    "query", "messages", required=False,
+    description="what the user asked: a string, or an agent's messages up to the user's last one",
+)
+_RESPONSE = InputSpec(
+    "response", "messages", required=False,
+    description="the application's answer: a string, or an agent's messages (tool calls and results)",
+)
 _CONTEXT = InputSpec(
     "context", "context", required=False, description="what the answer should be grounded in"
 )
@@ -31,6 +46,54 @@ _GROUND_TRUTH = InputSpec("ground_truth", "texts", required=False, description="
 _CONVERSATION = InputSpec(
     "conversation", "conversation", required=False, description="a chat: {messages, context?}"
 )
+
+
+def as_text(value: Any) -> str | None:
+    """A query or response for a prompt: a string as is, an agent's messages as text (tool calls and
+    their results included)."""
+    if value is None or isinstance(value, str):
+        return value
+    return render_messages(preprocess(value))
+
+
+def check_messages(metric: str, inputs: Mapping[str, Any]) -> None:
+    """An agent's query or response given as messages must be in the compatible SDK's message format
+    (roles, content items, tool calls with ids): the SDK's checks and messages."""
+    for name in ("query", "response"):
+        value = inputs.get(name)
+        if isinstance(value, list):
+            problem = Checker(metric).messages_problem(value, name.capitalize(), name)
+            if problem is not None:
+                raise problem
+
+
+def _single_entry(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and len(value) == 1)
+
+
+def file_search_context(response: Any) -> str | None:
+    """The text an agent's ``file_search`` calls returned (the context its answer should rest on), as
+    ``file name:`` lines followed by the passages; None when it made no such call."""
+    lines = []
+    for call in tool_calls_in(preprocess(response)):
+        if call.get("name") != "file_search":
+            continue
+        results = call.get("tool_result")
+        for result in results if isinstance(results, list) else [results]:
+            for hit in result if isinstance(result, list) else [result]:
+                if not isinstance(hit, Mapping):
+                    continue
+                texts = [c.get("text") for c in hit.get("content") or [] if isinstance(c, Mapping)]
+                lines += [f"{hit.get('file_name', 'unknown file')}:\n- {t}" for t in texts if t]
+    return "\n\n".join(lines) if lines else None
+
+
+NO_AGENT_CONTEXT = (
+    "GroundednessEvaluator: No valid context provided or could be extracted from the query or response. "
+    "Please either provide valid context or pass the full items list for 'response' and 'query' to "
+    "extract context from tool calls."
+)
+"""The compatible SDK's reason for an agent row with no context to judge against (not applicable)."""
 
 
 def context_block(context: Any) -> str:
@@ -63,20 +126,29 @@ class GroundednessEvaluator(JudgeEvaluator):
         return [load_prompt("groundedness"), load_prompt("groundedness_chat")]
 
     async def _single(self, **inputs: Any) -> Outputs:
-        context = inputs.get("context")
-        response = inputs["response"]
-        # As the compatible SDK does, a query and response without context are judged with the
-        # response as its own context (the claims must at least hold together with each other).
+        check_messages(self.metric, inputs)
+        context, query, response = inputs.get("context"), inputs.get("query"), inputs["response"]
+        if is_intermediate(response):
+            return self.not_applicable(INTERMEDIATE)
+        source = "context"
+        if context:
+            text = context_block(context)
+        elif isinstance(response, str):
+            # As the compatible SDK does, a query and response without context are judged with the
+            # response as its own context (its claims must at least hold together).
+            text, source = response, "response"
+        else:
+            # an agent's answer rests on what its file_search calls returned
+            found = file_search_context(response)
+            if found is None and _single_entry(response) and _single_entry(query):
+                return self.not_applicable(NO_AGENT_CONTEXT)
+            text, source = found or "(no context was retrieved)", "file_search"
         j = await self._judge(
             load_prompt("groundedness"),
-            {
-                "query": inputs.get("query"),
-                "context": context_block(context) if context else response,
-                "response": response,
-            },
+            {"query": as_text(query), "context": text, "response": as_text(response)},
         )
-        if not context:
-            j.properties["context_from"] = "response"
+        if source != "context":
+            j.properties["context_from"] = source
         return self.judged(j)
 
     async def _turn(self, turn: Turn) -> Outputs:
@@ -172,13 +244,16 @@ class RelevanceEvaluator(JudgeEvaluator):
         ]
 
     async def _single(self, **inputs: Any) -> Outputs:
+        check_messages(self.metric, inputs)
         context = inputs.get("context")
+        if is_intermediate(inputs["response"]):
+            return self.not_applicable(INTERMEDIATE)
         j = await self._judge(
             load_prompt("relevance"),
             {
-                "query": inputs["query"],
+                "query": as_text(inputs["query"]),
                 "context": context_block(context) if context is not None else None,
-                "response": inputs["response"],
+                "response": as_text(inputs["response"]),
             },
         )
         return self.judged(j)
@@ -265,8 +340,12 @@ class CoherenceEvaluator(JudgeEvaluator):
         return [load_prompt(self.prompt_name)]
 
     async def _single(self, **inputs: Any) -> Outputs:
+        check_messages(self.metric, inputs)
+        if is_intermediate(inputs["response"]):
+            return self.not_applicable(INTERMEDIATE)
         j = await self._judge(
-            load_prompt(self.prompt_name), {"query": inputs.get("query"), "response": inputs["response"]}
+            load_prompt(self.prompt_name),
+            {"query": as_text(inputs.get("query")), "response": as_text(inputs["response"])},
         )
         return self.judged(j)
 
