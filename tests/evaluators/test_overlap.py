@@ -196,7 +196,7 @@ def _bleu_definition(hyp: str, refs: list[str]) -> float:
 def test_bleu_against_definition_and_sacrebleu(cases: list[tuple[str, list[str]]]) -> None:
     import sacrebleu
 
-    ev = BleuScoreEvaluator()
+    ev = BleuScoreEvaluator(implementation="sacrebleu")
     outs = ev.score_batch(_rows(cases))
     for (hyp, refs), out in zip(cases, outs, strict=True):
         assert out["bleu"] == pytest.approx(_bleu_definition(hyp, refs), abs=TOL), (hyp, refs)
@@ -338,7 +338,7 @@ def _gleu_definition(hyp: list[str], refs: list[list[str]]) -> float:
 
 def test_gleu_against_definition(cases: list[tuple[str, list[str]]]) -> None:
     tok = WordTokenizer("nltk")
-    ev = GleuScoreEvaluator()
+    ev = GleuScoreEvaluator(tokenizer="nltk")
     outs = ev.score_batch(_rows(cases))
     for (hyp, refs), out in zip(cases, outs, strict=True):
         assert out["gleu"] == pytest.approx(_gleu_definition(tok(hyp), [tok(r) for r in refs]), abs=TOL)
@@ -400,7 +400,7 @@ def test_meteor_against_definition(
     cases: list[tuple[str, list[str]]], params: tuple[float, float, float]
 ) -> None:
     tok = WordTokenizer("nltk")
-    ev = MeteorScoreEvaluator(*params, use_wordnet=False)
+    ev = MeteorScoreEvaluator(*params, use_wordnet=False, tokenizer="nltk")
     outs = ev.score_batch(_rows(cases))
     for (hyp, refs), out in zip(cases, outs, strict=True):
         expected = max(_meteor_definition(tok(hyp), tok(r), *params) for r in refs)

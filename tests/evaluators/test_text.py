@@ -85,7 +85,9 @@ def cases(n: int = 2000) -> list[tuple[str, list[str]]]:
 
 @pytest.mark.parametrize("chunk", range(4))
 def test_f1_and_exact_match_equal_squad_definition(chunk: int) -> None:
-    f1 = F1ScoreEvaluator()
+    # SQuAD v2's official script (two empty answers agree) is the option; the default is the SDK's 0.0
+    f1 = F1ScoreEvaluator(empty_answers_agree=True)
+    sdk_f1 = F1ScoreEvaluator()
     em = ExactMatchEvaluator()
     all_cases = cases()
     for pred, truths in all_cases[chunk::4]:
@@ -97,6 +99,8 @@ def test_f1_and_exact_match_equal_squad_definition(chunk: int) -> None:
             truths,
         )
         assert em(response=pred, ground_truth=gt)["exact_match"] == expected_em, (pred, truths)
+        expected_sdk = max(0.0 if not squad_tokens(g) and not squad_tokens(pred) else squad_f1(g, pred) for g in truths)
+        assert sdk_f1(response=pred, ground_truth=gt)["f1_score"] == pytest.approx(expected_sdk, abs=1e-12)
 
 
 def test_normalisation_matches_squad() -> None:

@@ -401,47 +401,88 @@ class DocumentRetrievalEvaluator(Evaluator):
         return dedupe(ranked_ids(value))
 
     def _dcg(self, labels: Sequence[int]) -> float:
-        return sum((2.0**label - 1) / math.log2(rank + 2) for rank, label in enumerate(labels[: self.k]))
+        return sum((math.pow(2, label) - 1) / math.log2(rank + 2) for rank, label in enumerate(labels[: self.k]))
 
     def _fidelity_weight(self, labels: Sequence[int]) -> float:
+        # The SDK counts labels per value keyed by the value's *string* and pairs the counts, in string
+        # order, with weights in numeric order: for ranges reaching 10 the pairing is not by value.
+        # Kept as it is, so that the values are the SDK's.
         lowest = self.ground_truth_label_min + 1
-        return float(sum(2 ** (label + 1) - 1 for label in labels if label >= lowest))
+        counts = {str(i): 0 for i in range(lowest, self.ground_truth_label_max + 1)}
+        for label in labels:
+            if label >= lowest:
+                counts[str(label)] += 1
+        ordered = [n for _, n in sorted(counts.items())]
+        weights = [math.pow(2, i + 1) - 1 for i in range(lowest, self.ground_truth_label_max + 1)]
+        return sum(n * w for n, w in zip(ordered, weights, strict=False))
+
+    def _sdk_inputs(self, truth: list[Any], retrieved: list[Any]) -> tuple[dict[Any, int], list[Any], int]:
+        """Labels by document (the last label of a document given twice), retrieved ids best first (one
+        entry per id: its last score, at its first position, sorted by score descending, ties in list
+        order) and the number of retrieved items (duplicates included), as the SDK reads them."""
+        if truth and all(isinstance(v, Mapping) and "query_relevance_label" in v for v in truth):
+            labels: dict[Any, int] = {}
+            for v in truth:
+                label = v["query_relevance_label"]
+                if not isinstance(label, int) or isinstance(label, bool):
+                    raise ValueError(f"query_relevance_label must be an integer, got {label!r}")
+                labels[v["document_id"]] = label
+            self._check_range(labels)
+        else:
+            labels = dict(self._labels(truth))
+        if retrieved and all(isinstance(v, Mapping) and v.get("relevance_score") is not None for v in retrieved):
+            scores: dict[Any, float] = {}
+            for v in retrieved:
+                scores[v["document_id"]] = v["relevance_score"]
+            ranking = [d for d, _ in sorted(scores.items(), key=lambda item: item[1], reverse=True)]
+        else:
+            ranking = list(self._ranking(retrieved))
+        return labels, ranking, len(retrieved)
+
+    def _check_range(self, labels: Mapping[Any, int]) -> None:
+        for doc_id, label in labels.items():
+            if not self.ground_truth_label_min <= label <= self.ground_truth_label_max:
+                raise ValueError(
+                    f"document {doc_id!r} has query_relevance_label {label}, outside "
+                    f"[{self.ground_truth_label_min}, {self.ground_truth_label_max}] "
+                    "(set ground_truth_label_min / ground_truth_label_max)"
+                )
 
     def metrics(self, retrieval_ground_truth: list[Any], retrieved_documents: list[Any]) -> dict[str, float]:
-        """The metric values of one query (no pass/fail keys)."""
-        labels = self._labels(retrieval_ground_truth)
-        ranking = self._ranking(retrieved_documents)
-        n_retrieved = len(retrieved_documents)
-        out: dict[str, float] = {name: 0.0 for name in _HIGHER}
-        out["holes"] = 0
-        out["holes_ratio"] = 0
-        if ranking:
-            got = [labels.get(d, 0) for d in ranking]
-            holes = sum(1 for d in ranking if d not in labels)
-            out["holes"] = holes
-            out["holes_ratio"] = holes / n_retrieved
-            if any(got):
-                ideal = sorted(labels.values(), reverse=True)
-                idcg = self._dcg(ideal)
-                out["ndcg@3"] = self._dcg(got) / idcg if idcg > 0 else 0.0
-                f = self.xdcg_discount_factor
-                out["xdcg@3"] = sum(25 * label * f**rank for rank, label in enumerate(got[: self.k])) / sum(
-                    f**rank for rank in range(self.k)
-                )
-                ideal_weight = self._fidelity_weight(ideal)
-                out["fidelity"] = self._fidelity_weight(got) / ideal_weight if ideal_weight > 0 else 0.0
-                out["top1_relevance"] = got[0]
-                out["top3_max_relevance"] = max(got[: self.k])
-        out["total_retrieved_documents"] = n_retrieved
-        out["total_ground_truth_documents"] = len(retrieval_ground_truth)
-        return out
+        """The metric values of one query (no pass/fail keys), with the SDK's values and types: floats
+        for the relevance metrics, ``int`` 0 for all five when no retrieved document has a non-zero
+        label, labels as given for ``top1_relevance`` / ``top3_max_relevance``, NaN ``fidelity`` when
+        no ground-truth label is above ``ground_truth_label_min``."""
+        if not retrieval_ground_truth:
+            raise ValueError("retrieval_ground_truth must contain at least one item")
+        labels, ranking, n_retrieved = self._sdk_inputs(retrieval_ground_truth, retrieved_documents)
+        totals = {"total_retrieved_documents": n_retrieved, "total_ground_truth_documents": len(retrieval_ground_truth)}
+        if not ranking:
+            return {**{name: 0.0 for name in _HIGHER}, "holes": 0, "holes_ratio": 0, **totals}
+        got = [labels.get(d, 0) for d in ranking]
+        holes = len(set(ranking) - set(labels))
+        out: dict[str, Any] = {}
+        if not any(got):
+            out = {name: 0 for name in _HIGHER}
+        else:
+            ideal = sorted(labels.values(), reverse=True)
+            f = self.xdcg_discount_factor
+            ideal_weight = self._fidelity_weight(ideal)
+            out["ndcg@3"] = self._dcg(got) / float(self._dcg(ideal))
+            out["xdcg@3"] = sum(25 * label * math.pow(f, rank) for rank, label in enumerate(got[: self.k])) / float(
+                sum(math.pow(f, rank) for rank in range(self.k))
+            )
+            out["fidelity"] = self._fidelity_weight(got) / float(ideal_weight) if ideal_weight else math.nan
+            out["top1_relevance"] = got[0]
+            out["top3_max_relevance"] = max(got[: self.k])
+        return {**out, "holes": holes, "holes_ratio": holes / float(n_retrieved), **totals}
 
     def _score(self, **inputs: Any) -> Outputs:
         values = self.metrics(inputs["retrieval_ground_truth"], inputs["retrieved_documents"])
         flat: dict[str, Any] = dict(values)
         for name, value in values.items():
             limit = self.thresholds[name]
-            if limit is None:
+            if limit is None:  # the SDK fails comparing with None; here the metric has no verdict
                 continue
             higher = name not in _LOWER
             passed = value >= limit if higher else value <= limit
