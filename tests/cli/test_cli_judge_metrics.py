@@ -114,8 +114,8 @@ def test_chat_example_with_judge_metrics(fake_openai: FakeOpenAIServer, tmp_path
     for row, chat in zip(rows, chats, strict=True):
         n_turns = sum(1 for m in chat["messages"] if m["role"] == "assistant")
         for m in CHAT:
-            per_turn = row[f"outputs.{m}.evaluation_per_turn"]
-            assert len(per_turn[m]) == n_turns
+            per_turn = row[f"outputs.{m}.evaluation_per_turn.{m}"]  # spread per key, as the SDK's rows
+            assert len(per_turn) == n_turns
             assert f"outputs.{m}.{m}_reason" in row and f"outputs.{m}.{m}_result" in row
         assert row["outputs.groundedness.groundedness"] == 2
         assert row["outputs.groundedness.groundedness_result"] == "fail"

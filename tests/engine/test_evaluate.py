@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,9 @@ def test_failures_are_counted_never_nan(tmp_path: Path) -> None:
     assert res.summary["fl.score"]["n"] == 2 and res.summary["fl.score"]["n_failed"] == 1
     assert res["metrics"]["fl.score"] == 1.0
     assert res["rows"][1]["outputs.fl.fl_error"] == "ValueError: cannot score"
-    assert "outputs.fl.score" not in res["rows"][1]
+    # the row keeps the key the other rows have, as NaN (the SDK's frame); the summary has no NaN
+    assert math.isnan(res["rows"][1]["outputs.fl.score"])
+    assert "outputs.fl.fl_error" not in res["rows"][0]
     with pytest.raises(EvaluationFailedError, match="1 scores"):
         evaluate(data=rows, evaluators={"fl": flaky}, fail_on_evaluator_errors=True, store=tmp_path / "s.db")
 
@@ -185,7 +188,9 @@ def test_async_function_evaluator(tmp_path: Path) -> None:
         return float(len(response))
 
     res = evaluate(data=ROWS, evaluators={"len": length}, store=tmp_path / "s.db")
-    assert [r["outputs.len.len"] for r in res["rows"]] == [11.0, 3.0]
+    # a plain number is the output `output`, as in the SDK
+    assert [r["outputs.len.output"] for r in res["rows"]] == [11.0, 3.0]
+    assert res["metrics"]["len.output"] == 7.0
 
 
 def test_mapping_errors(tmp_path: Path) -> None:
@@ -261,4 +266,10 @@ def test_parallel_paths_store_what_they_return(tmp_path: Path) -> None:
         for i in (0, 1, 6, 20_999):
             for name in evs:
                 out, _ = stored[i, name]
-                assert {f"outputs.{name}.{k}": v for k, v in out.items()}.items() <= result["rows"][i].items()
+                row = result["rows"][i]
+                for k, v in out.items():
+                    # as the SDK's frame: a failed row shows the keys the other rows have as NaN (and
+                    # keeps touchstone's account of the failure), and a column of None with gaps is NaN
+                    got = row[f"outputs.{name}.{k}"]
+                    nan_ok = f"{name}_error" in out or v is None
+                    assert got == v or (nan_ok and math.isnan(got)), (i, name, k)

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from touchstone.evaluators.base import Evaluator
+from touchstone.evaluators.custom import CallableEvaluator
+
+RESULTS_FILE = "evaluation_results.json"
+"""The file the compatible SDK writes into an output folder."""
 
 
 class EvaluationResult(dict[str, Any]):
@@ -34,8 +41,11 @@ class EvaluationResult(dict[str, Any]):
 
     @property
     def n_failed(self) -> int:
-        """Scores that could not be obtained, over all evaluators."""
-        return sum(1 for row in self.rows for key, value in row.items() if key.endswith("_error") and value)
+        """Scores that could not be obtained, over all evaluators (rows' ``*_error`` messages)."""
+        return sum(
+            1 for row in self.rows for key, value in row.items()
+            if key.endswith("_error") and value and isinstance(value, str)
+        )
 
     def to_pandas(self) -> Any:
         import pandas as pd
@@ -45,19 +55,49 @@ class EvaluationResult(dict[str, Any]):
     def summary_document(self) -> dict[str, Any]:
         return {"metrics": self.metrics, "summary": self.summary, "run": self.run}
 
-    def write(self, output_path: str | os.PathLike[str]) -> None:
-        """A ``.json`` path gets the SDK's single JSON file; any other path is a directory that gets
-        ``rows.jsonl`` (exactly ``result["rows"]``) and ``summary.json``."""
+    def sdk_document(self) -> dict[str, Any]:
+        """What the compatible SDK saves: ``rows``, ``metrics`` and ``studio_url``."""
+        return {"rows": self.rows, "metrics": self.metrics, "studio_url": self.get("studio_url")}
+
+    def write(self, output_path: str | os.PathLike[str]) -> Path:
+        """Save the result; returns the SDK-format file written.
+
+        As the compatible SDK: a folder that exists gets ``evaluation_results.json``; a path with a
+        file suffix (``results.json``) or an existing file is that file. touchstone's own files go
+        beside ``evaluation_results.json`` in a folder: ``rows.jsonl`` (exactly ``result["rows"]``)
+        and ``summary.json`` (metrics, summary, run). A path that does not exist and has no suffix is
+        made a folder (the command line's ``--out``)."""
         path = Path(output_path)
-        if path.suffix.lower() == ".json":
-            path.parent.mkdir(parents=True, exist_ok=True)
-            doc = {"rows": self.rows, "metrics": self.metrics, "studio_url": None}
-            path.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str), encoding="utf-8")
-            return
+        if not path.is_dir() and (path.suffix or path.exists()):
+            if path.parent != Path("."):
+                path.parent.mkdir(parents=True, exist_ok=True)
+            _dump(self.sdk_document(), path)
+            return path
         path.mkdir(parents=True, exist_ok=True)
+        _dump(self.sdk_document(), path / RESULTS_FILE)
         with (path / "rows.jsonl").open("w", encoding="utf-8") as fh:
             for row in self.rows:
                 fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
         (path / "summary.json").write_text(
             json.dumps(self.summary_document(), ensure_ascii=False, indent=2, default=str), encoding="utf-8"
         )
+        return path / RESULTS_FILE
+
+
+def _dump(doc: Mapping[str, Any], path: Path) -> None:
+    # One line with NaN written as NaN, as the SDK's json.dump gives it; values JSON cannot hold
+    # (a date a target returned) as their text rather than a failure after the run.
+    with path.open("w", encoding="utf-8") as fh:
+        json.dump(doc, fh, ensure_ascii=False, default=str)
+
+
+def own_aggregators(evs: Mapping[str, Evaluator]) -> dict[str, Callable[[Any], Any]]:
+    """The ``__aggregate__`` methods of the evaluators that define one (a user's class given to
+    ``evaluate()``), whose dict the SDK adds to ``metrics`` as ``<name>.<key>``."""
+    found: dict[str, Callable[[Any], Any]] = {}
+    for name, ev in evs.items():
+        owner = ev.fn if isinstance(ev, CallableEvaluator) else ev
+        aggregate = getattr(owner, "__aggregate__", None)
+        if callable(aggregate):
+            found[name] = aggregate
+    return found

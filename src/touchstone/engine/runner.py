@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
+from touchstone._exceptions import ErrorTarget
 from touchstone._version import __version__
 from touchstone.data.kinds import check_value
 from touchstone.data.loaders import DataSource, Record, load_records
@@ -35,11 +36,13 @@ from touchstone.engine.executors import (
     default_processes,
     direct_inputs,
 )
-from touchstone.engine.result import EvaluationResult
-from touchstone.errors import ConfigurationError, InputValidationError, RunAbortedError
-from touchstone.evaluators.base import Evaluator, EvaluatorLike, as_evaluator, describe_exception
+from touchstone.engine.frame import sdk_metrics, sdk_rows
+from touchstone.engine.result import EvaluationResult, own_aggregators
+from touchstone.errors import ConfigurationError, EvaluatorFailedError, InputValidationError, RunAbortedError
+from touchstone.evaluators.base import Evaluator, EvaluatorLike, describe_exception
+from touchstone.evaluators.custom import as_sdk_evaluator
 from touchstone.scores import ErrorInfo, ErrorKind, Outcome, Score
-from touchstone.stats.aggregate import sdk_metrics, summarize
+from touchstone.stats.aggregate import summarize
 from touchstone.store import Store, StoredRow, open_store
 from touchstone.store.base import ScoreLine, ScoreValue
 
@@ -50,8 +53,9 @@ CHUNK_SECONDS = 0.25
 PARALLEL_MIN_ROWS = 20_000
 
 
-class EvaluationFailedError(RuntimeError):
-    """``fail_on_evaluator_errors=True`` and at least one score could not be obtained."""
+class EvaluationFailedError(EvaluatorFailedError):
+    """``fail_on_evaluator_errors=True`` and at least one score could not be obtained: an
+    ``EvaluationException`` (category ``FAILED_EXECUTION``, blame ``UNKNOWN``, as the SDK raises it)."""
 
 
 def evaluate(
@@ -80,7 +84,7 @@ def evaluate(
     """
     if not evaluators:
         raise InputValidationError("no evaluators given; pass evaluators={'name': evaluator}")
-    evs = {name: as_evaluator(ev, name) for name, ev in evaluators.items()}
+    evs = {name: as_sdk_evaluator(ev, name) for name, ev in evaluators.items()}
     records = load_records(data)
     mappings = evaluator_mappings(list(evs), evaluator_config)
     validate_records(records, evs, mappings, has_target=target is not None)
@@ -132,10 +136,25 @@ def evaluate(
     if output_path is not None:
         result.write(output_path)
     if fail_on_evaluator_errors and result.n_failed:
-        raise EvaluationFailedError(
-            f"{result.n_failed} scores could not be obtained (run {run_id}); see the *_error columns"
-        )
+        raise EvaluationFailedError(_failure_message(result, run_id), target=ErrorTarget.EVAL_RUN)
     return result
+
+
+def _failure_message(result: EvaluationResult, run_id: str) -> str:
+    """How many scores failed, and the first failing evaluator's share of failed rows and first error."""
+    text = f"{result.n_failed} scores could not be obtained (run {run_id}); see the *_error columns"
+    errors = [
+        (key, value) for row in result.rows for key, value in row.items()
+        if key.startswith("outputs.") and key.endswith("_error") and isinstance(value, str) and value
+    ]
+    if errors:
+        key, first = errors[0]
+        evaluator = key.split(".")[1]
+        failed_rows = sum(1 for row in result.rows if isinstance(row.get(key), str) and row.get(key))
+        share = failed_rows * 100 // max(1, len(result.rows))
+        text += f". Evaluator {evaluator} failed on {failed_rows} of {len(result.rows)} rows ({share}%): "
+        text += first
+    return text
 
 
 def _finish(store: Store, run_id: str, result: EvaluationResult) -> None:
@@ -442,21 +461,6 @@ class _Runner:
         await executor.run_jobs((functools.partial(job, i, n) for i, n in queue), min(n_workers, len(queue)))
 
 
-class _Prefixer:
-    """``{f"<prefix>.{key}": value}`` of a dict, with the prefixed names built once per shape of
-    dict (the rows of one evaluator share a few shapes)."""
-
-    def __init__(self) -> None:
-        self._names: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
-
-    def __call__(self, head: str, values: Mapping[str, Any]) -> dict[str, Any]:
-        shape = (head, tuple(values))
-        names = self._names.get(shape)
-        if names is None:
-            names = self._names[shape] = tuple(f"{head}.{k}" for k in shape[1])
-        return dict(zip(names, values.values(), strict=True))
-
-
 def _direct_plan(
     ev: Evaluator, mapping: Mapping[str, Ref], has_target: bool
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -492,19 +496,10 @@ def build_result(
         scores = {**stored_outcomes(store, run_id, evs), **(scores or {})}
     if targets is None or len(targets) < len(records):
         targets = {r.idx: (r.target, r.target_error) for r in store.get_rows(run_id)}
-    rows: list[dict[str, Any]] = []
     per_eval: dict[str, list[Outcome | None]] = {name: [] for name in evs}
     usage_total: dict[str, float] = {}
-    prefixed = _Prefixer()
-    heads = {name: f"outputs.{name}" for name in evs}
     missing = 0
-    for i, rec in enumerate(records):
-        row: dict[str, Any] = prefixed("inputs", rec.data)
-        target_out, target_error = targets.get(i, (None, None))
-        if target_out:
-            row.update({f"outputs.{k}": v for k, v in target_out.items()})
-        if target_error:
-            row["outputs.target_error"] = target_error
+    for i in range(len(records)):
         for name in evs:
             out, usage = scores.get((i, name), (None, None))
             if out is None:
@@ -512,15 +507,21 @@ def build_result(
                 if aborted is not None:
                     out = evs[name].failure(f"not scored: the run was stopped: {aborted}", kind="aborted")
             per_eval[name].append(out)
-            if out is not None:
-                row.update(prefixed(heads[name], out))
             for k, v in (usage or {}).items():
                 if isinstance(v, (int, float)):
                     usage_total[k] = usage_total.get(k, 0) + v
-        rows.append(row)
-
+    # The rows and metrics as the compatible SDK's data frame makes them (engine/frame.py).
+    with_target = any(t != (None, None) for t in targets.values())
+    rows, columns = sdk_rows(
+        [rec.data for rec in records],
+        per_eval,
+        {name: [o is None or o.failed for o in outs] for name, outs in per_eval.items()},
+        [targets.get(i, (None, None)) for i in range(len(records))] if with_target else None,
+    )
     corpus = _corpus_metrics(records, evs, mappings, targets, per_eval)
-    metrics = sdk_metrics(list(evs), per_eval, corpus)
+    metrics = sdk_metrics(columns, own_aggregators(evs))
+    for name, figures in corpus.items():
+        metrics.update({f"{name}.{k}": v for k, v in figures.items()})
     summary = summarize({name: ev.info for name, ev in evs.items()}, per_eval, corpus,
                         {name: ev.aggregator_options() for name, ev in evs.items()})
     unscored = [name for name, ev in evs.items() if not summary.get(f"{name}.{ev.info.key}", {}).get("n")]

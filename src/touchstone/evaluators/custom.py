@@ -26,6 +26,7 @@ A metrics file (``touchstone eval ... --metric-file metrics.yaml``)::
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -38,7 +39,7 @@ import yaml
 
 from touchstone.data.kinds import InputKind
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.base import Evaluator, FunctionEvaluator, InputSpec, Outputs
+from touchstone.evaluators.base import Evaluator, EvaluatorLike, FunctionEvaluator, InputSpec, Outputs
 from touchstone.evaluators.judging import JudgeEvaluator, no_judge_error
 from touchstone.evaluators.parsing import Scale
 from touchstone.evaluators.prompting import PromptTemplate, delimit, format_answers, load_prompt
@@ -206,6 +207,31 @@ class FunctionMetric(FunctionEvaluator):
                 f"metric {self.name} returned {type(value).__name__}; expected a number or a dict"
             )
         return self.result(value)
+
+
+class CallableEvaluator(FunctionEvaluator):
+    """A plain callable (a function or an object with ``__call__``) given to ``evaluate()``, its
+    return value read as the compatible SDK reads it: a mapping is the outputs, a dataclass its
+    fields, anything else (a number, a text, a list...) the single output ``output``."""
+
+    OUTPUT_KEY = "output"
+
+    def _wrap(self, value: Any) -> Outputs:
+        if isinstance(value, Mapping):
+            return self.as_outcome(dict(value))
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return self.as_outcome(dataclasses.asdict(value))
+        return self.as_outcome({self.OUTPUT_KEY: value})
+
+
+def as_sdk_evaluator(obj: EvaluatorLike, name: str) -> Evaluator:
+    """An :class:`Evaluator` as it is; any other callable as a :class:`CallableEvaluator` (what
+    ``evaluate()`` does with the evaluators it is given)."""
+    if isinstance(obj, Evaluator):
+        return obj
+    if callable(obj):
+        return CallableEvaluator(obj, name=name)
+    raise TypeError(f"evaluator {name!r} is neither an Evaluator nor callable: {type(obj).__name__}")
 
 
 def function_metric(
