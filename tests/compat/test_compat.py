@@ -34,32 +34,15 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "every turn passed)"
     ),
     "evaluate_conversation_jsonl": (
-        "rows lack the SDK's flattened `outputs.fluency.evaluation_per_turn.fluency[_score|_passed|_resul"
-        "t|_reason|_threshold|_status|_properties]` columns (lists per turn; NaN on a one-turn row); "
-        "`outputs.fluency.fluency_passed` bool True vs SDK float 0.5; `fluency_reason` 'Turn k of n ...' "
-        "prefix; `fluency_properties` lacks token/model/sample keys"
-    ),
-    "evaluate_custom_error_row": (
-        "`/rows/1/outputs.picky.picky_score` missing: the SDK keeps a failing row's key as NaN"
-    ),
-    "evaluate_custom_number": (
-        "a function returning a plain number is stored as `outputs.words.words` / metric `words.words`; "
-        "the SDK uses `outputs.words.output` and metric `words.output`"
-    ),
-    "evaluate_fail_on_errors": (
-        "touchstone crashes: no module `touchstone._exceptions` (SDK users import `EvaluationException` "
-        "from `azure.ai.evaluation._exceptions`; it is not in the package namespace); once importable: "
-        "the raised error carries no `category` (SDK FAILED_EXECUTION) / `blame` (SDK UNKNOWN)"
+        "a one-turn conversation gets `evaluation_per_turn` (spread into `outputs.fluency.evaluation_per_"
+        "turn.*` lists of one) where the SDK gives the turn's result alone (those columns NaN on that row);"
+        " `outputs.fluency.fluency_passed` bool True vs SDK float 0.5; `fluency_reason` 'Turn k of n ...' "
+        "prefix; `fluency_properties` lacks token/model/sample keys; `fluency_threshold` int vs SDK float"
     ),
     "evaluate_missing_column": (
         "touchstone crashes: no module `touchstone._exceptions` (see evaluator_input_errors); once "
         "importable, the comparison stays skipped (INTENDED_DIFFERENCES) but the snippet must run"
     ),
-    "evaluate_output_folder": (
-        "`output_path=<folder>` writes no `evaluation_results.json` (touchstone writes rows.jsonl + "
-        "summary.json); the SDK's file holds `rows` and `metrics` as returned"
-    ),
-    "evaluate_target": ("rows from a target lack `inputs.line_number` (SDK: int 0, 1)"),
     "evaluate_usage_errors": (
         "touchstone crashes: no module `touchstone._exceptions` (SDK users import `EvaluationException` "
         "from `azure.ai.evaluation._exceptions`; it is not in the package namespace); once importable: "
