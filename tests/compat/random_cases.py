@@ -10,13 +10,17 @@ from typing import Any
 
 SEED = 20260511
 
-WORDS = (
+_WORDS_TEXT = (
     "the a an cat cats dog dogs sat sits sitting mat on in of and to is was be capital Tokyo Japan "
     "quick brown fox jumps jumped over lazy river bank run running runs ran house home big large small "
     "car automobile happy glad answer question model response 3 42 3.5 1,000 2024 don't can't it's "
     "U.S. Mr. Dr. e.g. i.e. p.m. etc. Inc. St. vs. No. Jan. A. B. J. K. Smith"
-).split()
-PUNCT = [".", ",", "!", "?", ";", ":", "...", "--", "-", "'", '"', "(", ")", "[", "]", "$", "%", "&", "/", "``", "''"]
+)
+WORDS = _WORDS_TEXT.split()
+PUNCT = [
+    ".", ",", "!", "?", ";", ":", "...", "--", "-", "'", '"', "(", ")", "[", "]",
+    "$", "%", "&", "/", "``", "''",
+]
 UNICODE = [
     "café", "naïve", "Zürich", "東京", "日本の首都", "Москва", "مرحبا", "שלום", "😀", "☃", "€5", "3.5€",
     "™", "—", "“quoted”", "‘single’", "½", "١٢٣", "ß", "Ünïcödé", "e\u0301", "\u00a0", "…", "«ok»",
@@ -89,8 +93,13 @@ def lexical_cases() -> list[dict[str, Any]]:
         ("MeteorScoreEvaluator", [{}, {"alpha": 0.8, "beta": 2.0, "gamma": 0.3, "threshold": 0.4}]),
         (
             "RougeScoreEvaluator",
-            [{"rouge_type": t} for t in ("rouge1", "rouge2", "rouge3", "rouge4", "rouge5", "rougeL", "rougeLsum")]
-            + [{"rouge_type": "rougeL", "precision_threshold": 0.2, "recall_threshold": 0.7, "f1_score_threshold": 0.4}],
+            [{"rouge_type": f"rouge{t}"} for t in ("1", "2", "3", "4", "5", "L", "Lsum")]
+            + [{
+                "rouge_type": "rougeL",
+                "precision_threshold": 0.2,
+                "recall_threshold": 0.7,
+                "f1_score_threshold": 0.4,
+            }],
         ),
     ]
     for name, inits in plan:

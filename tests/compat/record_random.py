@@ -44,8 +44,9 @@ def main() -> int:
     parser.add_argument("--data-note", default="", help="which nltk data the SDK had")
     parser.add_argument("--out", default=str(HERE / "golden_random" / "lexical_retrieval.json"))
     args = parser.parse_args()
-    import azure.ai.evaluation as sdk
     from importlib.metadata import version
+
+    import azure.ai.evaluation as sdk
 
     records = []
     for case in all_cases():
@@ -71,7 +72,8 @@ def main() -> int:
         "nltk_data": args.data_note,
         "cases": records,
     }
-    Path(args.out).write_text(json.dumps(golden, indent=0, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = json.dumps(golden, indent=0, sort_keys=True, ensure_ascii=False) + "\n"
+    Path(args.out).write_text(text, encoding="utf-8")
     ok = sum(r["ok"] for r in records)
     print(f"{len(records)} cases, {ok} ran under the SDK")
     return 0

@@ -20,11 +20,6 @@ from tests.compat.judge import compat_judge
 from tests.fakes.openai_server import FakeOpenAIServer
 
 KNOWN_DIFFERENCES: dict[str, str] = {
-    "bleu_basic": (
-        "`/0/bleu` 0.29071536848410967 vs SDK 0.22961813530951883 (sacrebleu vs nltk sentence_bleu, "
-        "smoothing method4, nltk tokens); `/2/bleu` float 0.0 vs SDK int 0 (nltk returns int 0 when no "
-        "n-gram matches); `bleu_properties` (SDK: null) missing"
-    ),
     "coherence_conversation": (
         "per turn (`evaluation_per_turn/coherence/N`, `coherence_score/N`) int vs SDK float, "
         "`coherence_threshold/N` float vs SDK int, per-turn `coherence_properties/N` lack the SDK's "
@@ -55,10 +50,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         " without ground_truth / with response=None (SDK: INVALID_VALUE, USER_ERROR), "
         "GroundednessEvaluator() with no input and RelevanceEvaluator on an empty conversation (SDK: "
         "MISSING_FIELD, USER_ERROR) raise InputValidationError without `category` / `blame`"
-    ),
-    "f1_edge_cases": (
-        "both texts empty after normalisation (response 'a' / ground truth 'the', and '!!!' / '...'): "
-        "`f1_score` 1.0 vs SDK 0.0, `f1_score_passed` True vs False, `f1_score_result` 'pass' vs 'fail'"
     ),
     "fluency_conversation": (
         "per turn (`evaluation_per_turn/fluency/N`, `fluency_score/N`) int vs SDK float, "
@@ -112,8 +103,6 @@ INTENDED_DIFFERENCES: dict[str, str] = {
 """Snippets where touchstone differs on purpose (decided in issue 11): not compared; they must run."""
 
 SDK_COULD_NOT_RUN: dict[str, str] = {
-    "meteor_basic": "the SDK needs nltk's wordnet, which cannot be downloaded where the goldens were "
-    "recorded: its golden is the SDK's LookupError; touchstone must still run it",
 }
 """Snippets whose golden records an SDK failure due to the recording environment, not to the SDK's
 behaviour: not compared, only required to run under touchstone."""

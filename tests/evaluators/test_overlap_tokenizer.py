@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import sys
+from typing import Any
 
 import pytest
 from nltk.tokenize import NLTKWordTokenizer, word_tokenize
@@ -140,3 +141,50 @@ def test_the_fast_path_is_really_taken_for_ascii() -> None:
     tokenize = _treebank_tokenize()
     assert tokenize is not NLTKWordTokenizer().tokenize
     assert tokenize("Hello, world. It's 12:30!") == ["Hello", ",", "world.", "It", "'s", "12:30", "!"]
+
+
+# ------------------------------------------------------------------- the SDK's tokenizer (issue 11)
+def test_bundled_punkt_model_reads_as_nltk_reads_it(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    import nltk
+    from nltk.tokenize.punkt import PunktTokenizer
+
+    from touchstone.evaluators.overlap import _PUNKT_DIR, _bundled_punkt_parameters
+
+    # the same files installed as nltk data, read by nltk itself
+    shutil.copytree(_PUNKT_DIR, tmp_path / "tokenizers" / "punkt_tab" / "english")
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
+    nltks = PunktTokenizer("english")._params
+    ours = _bundled_punkt_parameters()
+    assert ours.abbrev_types == nltks.abbrev_types and "mr" in ours.abbrev_types
+    assert ours.collocations == nltks.collocations
+    assert ours.sent_starters == nltks.sent_starters
+    assert dict(ours.ortho_context) == dict(nltks.ortho_context) and len(ours.ortho_context) > 10_000
+
+
+def test_sdk_tokenizer_splits_sentences_as_word_tokenize() -> None:
+    from touchstone.evaluators.overlap import SdkTokenizer
+
+    tok = SdkTokenizer()
+    # an abbreviation keeps its period; a sentence end splits it off
+    assert tok("Mr. Smith went to Washington. He left at 5 p.m. today.") == [
+        "Mr.", "Smith", "went", "to", "Washington", ".", "He", "left", "at", "5", "p.m.", "today", ".",
+    ]
+    assert tok("") == []
+    # non-ASCII text goes through the NIST international rules: ASCII runs are set apart
+    assert tok("Héllo wörld, 3.5€ ☃") == ["H", "é", "llo", "w", "ö", "rld,", "3", ".", "5", "€", "☃"]
+
+
+def test_bleu_is_nltk_method4_with_int_zero() -> None:
+    from touchstone import BleuScoreEvaluator
+
+    pair = {"response": "Tokyo is the capital of Japan.", "ground_truth": "The capital of Japan is Tokyo."}
+    out = BleuScoreEvaluator()(**pair)
+    assert out["bleu"] == pytest.approx(0.22961813530951883, abs=1e-12) and out["bleu_properties"] is None
+    zero = BleuScoreEvaluator()(response="Hello", ground_truth="Goodbye")["bleu"]
+    assert zero == 0 and type(zero) is int
+    sacre = BleuScoreEvaluator(implementation="sacrebleu")(response="a b c d", ground_truth="a b c d")
+    assert sacre["bleu"] == pytest.approx(1.0) and "sacrebleu_stats" in sacre["bleu_properties"]
+    with pytest.raises(ValueError):
+        BleuScoreEvaluator(implementation="other")

@@ -99,7 +99,9 @@ def test_f1_and_exact_match_equal_squad_definition(chunk: int) -> None:
             truths,
         )
         assert em(response=pred, ground_truth=gt)["exact_match"] == expected_em, (pred, truths)
-        expected_sdk = max(0.0 if not squad_tokens(g) and not squad_tokens(pred) else squad_f1(g, pred) for g in truths)
+        expected_sdk = max(
+            0.0 if not squad_tokens(g) and not squad_tokens(pred) else squad_f1(g, pred) for g in truths
+        )
         assert sdk_f1(response=pred, ground_truth=gt)["f1_score"] == pytest.approx(expected_sdk, abs=1e-12)
 
 

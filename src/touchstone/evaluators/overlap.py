@@ -3,27 +3,31 @@
 Each metric is computed by the library that defines it, called below its convenience wrappers so
 that per-row overhead stays small:
 
-* ``bleu_score`` and ``chrf_score``: sacrebleu (``BLEU``/``CHRF`` objects built once per evaluator;
-  sentence scores from the segment statistics, the corpus score from the statistics summed over rows,
-  exactly as ``sacrebleu.corpus_bleu``/``corpus_chrf`` compute it).
+* ``bleu_score``: nltk's ``sentence_bleu`` with smoothing method 4 (the compatible SDK's value), or
+  sacrebleu's sentence BLEU with ``implementation="sacrebleu"``; the corpus score is sacrebleu's.
+* ``chrf_score`` (and BLEU's sacrebleu variant and corpus score): sacrebleu (``BLEU``/``CHRF``
+  objects built once per evaluator; sentence scores from the segment statistics, the corpus score
+  from the statistics summed over rows, exactly as ``sacrebleu.corpus_bleu``/``corpus_chrf``).
 * ``gleu_score`` and ``meteor_score``: nltk (``sentence_gleu``, ``meteor_score``).
 * ``rouge``: rouge-score's tokenizer and formulas. ROUGE-N counts n-grams as rouge-score does;
   ROUGE-L computes the longest common subsequence with a bit-parallel algorithm (its length is unique,
   so the value is identical to rouge-score's dynamic programme, but linear in memory and fast on
   100k-character texts); ROUGE-Lsum uses rouge-score's summary-level LCS.
 
-Nothing here downloads data. Tokenisation for GLEU and METEOR (``tokenizer="nltk"``, the default) is
-nltk's Treebank word tokenizer applied to the whole text -- what ``nltk.word_tokenize(text,
-preserve_line=True)`` returns (for plain ASCII text its rules run on Python's ``re`` engine instead of
-nltk's timeout-guarded ``regex`` wrapper: same tokens, 1.6x faster; see ``_treebank_tokenize``).
-It needs no data files: ``nltk.word_tokenize`` without
-``preserve_line`` first splits sentences with the Punkt model (``punkt_tab`` data), which is never
-required here, so results do not depend on what happens to be installed. The one difference from
-Punkt-split text: a full stop that ends an inner sentence stays attached to its word ("world." in
-"Hello world. Bye."), only the final one is split off. METEOR matches exact words and Porter stems,
-and WordNet synonyms only when the WordNet data is already installed (``use_wordnet=None``, the
-default, detects it; it is never downloaded); without it the result is exactly nltk's
-``meteor_score`` with an empty synonym dictionary, which is what the options record.
+Nothing here downloads data. BLEU (by default), GLEU and METEOR tokenise as the compatible SDK does
+(``tokenizer="sdk"``, :class:`SdkTokenizer`): ``nltk.word_tokenize`` -- English Punkt sentences, then
+nltk's Treebank word tokenizer -- for ASCII text, nltk's NIST ``international_tokenize`` for other
+text. nltk's own data is used when nltk finds it (so the tokens are the SDK's in the same
+environment); otherwise the English Punkt model shipped in ``punkt_english/`` (nltk's ``punkt_tab``
+files) and Unicode classes from ``unicodedata`` (what can differ: characters whose Unicode category
+differs between Python's Unicode version and the one nltk's ``perluniprops`` data was made from).
+``tokenizer="nltk"`` is the Treebank tokenizer over the whole text with no sentence split
+(``nltk.word_tokenize(text, preserve_line=True)``; for plain ASCII its rules run on Python's ``re``
+engine: same tokens, 1.6x faster; see ``_treebank_tokenize``). METEOR matches exact words and Porter
+stems, and WordNet synonyms only when the WordNet data is already installed (``use_wordnet=None``, the
+default, detects it; it is never downloaded); without it the result is exactly nltk's ``meteor_score``
+with an empty synonym dictionary, which is what the options record, and it can be below the SDK's
+(which requires WordNet) where a synonym would have matched.
 
 Edge cases (all defined, none raise): an empty or whitespace-only or punctuation-only response or
 ground truth yields no tokens for the tokenizers that drop them, and the metric's own convention for
@@ -179,9 +183,8 @@ class BleuScoreEvaluator(_SacrebleuEvaluator):
     ) -> None:
         super().__init__(threshold=threshold)
         if implementation not in BLEU_IMPLEMENTATIONS:
-            raise ValueError(
-                f"unknown implementation {implementation!r}; expected one of {', '.join(BLEU_IMPLEMENTATIONS)}"
-            )
+            choices = ", ".join(BLEU_IMPLEMENTATIONS)
+            raise ValueError(f"unknown implementation {implementation!r}; expected one of {choices}")
         self.implementation = implementation
         self.tokenizer = WordTokenizer(tokenizer)
         self.tokenize = tokenize
@@ -346,10 +349,11 @@ class WordTokenizer:
         if self.name == "sdk":
             return SdkTokenizer()
         if self.name == "nltk":
-            return _treebank_tokenize()
+            treebank: Callable[[str], Any] = _treebank_tokenize()
+            return treebank
         from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
-        return Tokenizer13a()  # type: ignore[no-any-return]
+        return Tokenizer13a()
 
     def describe(self) -> dict[str, str]:
         """Which data the tokenizer uses (recorded in the evaluator's options)."""

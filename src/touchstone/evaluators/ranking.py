@@ -401,7 +401,8 @@ class DocumentRetrievalEvaluator(Evaluator):
         return dedupe(ranked_ids(value))
 
     def _dcg(self, labels: Sequence[int]) -> float:
-        return sum((math.pow(2, label) - 1) / math.log2(rank + 2) for rank, label in enumerate(labels[: self.k]))
+        top = enumerate(labels[: self.k])
+        return sum((math.pow(2, label) - 1) / math.log2(rank + 2) for rank, label in top)
 
     def _fidelity_weight(self, labels: Sequence[int]) -> float:
         # The SDK counts labels per value keyed by the value's *string* and pairs the counts, in string
@@ -430,7 +431,8 @@ class DocumentRetrievalEvaluator(Evaluator):
             self._check_range(labels)
         else:
             labels = dict(self._labels(truth))
-        if retrieved and all(isinstance(v, Mapping) and v.get("relevance_score") is not None for v in retrieved):
+        scored = (isinstance(v, Mapping) and v.get("relevance_score") is not None for v in retrieved)
+        if retrieved and all(scored):
             scores: dict[Any, float] = {}
             for v in retrieved:
                 scores[v["document_id"]] = v["relevance_score"]
@@ -456,7 +458,10 @@ class DocumentRetrievalEvaluator(Evaluator):
         if not retrieval_ground_truth:
             raise ValueError("retrieval_ground_truth must contain at least one item")
         labels, ranking, n_retrieved = self._sdk_inputs(retrieval_ground_truth, retrieved_documents)
-        totals = {"total_retrieved_documents": n_retrieved, "total_ground_truth_documents": len(retrieval_ground_truth)}
+        totals = {
+            "total_retrieved_documents": n_retrieved,
+            "total_ground_truth_documents": len(retrieval_ground_truth),
+        }
         if not ranking:
             return {**{name: 0.0 for name in _HIGHER}, "holes": 0, "holes_ratio": 0, **totals}
         got = [labels.get(d, 0) for d in ranking]
@@ -469,9 +474,9 @@ class DocumentRetrievalEvaluator(Evaluator):
             f = self.xdcg_discount_factor
             ideal_weight = self._fidelity_weight(ideal)
             out["ndcg@3"] = self._dcg(got) / float(self._dcg(ideal))
-            out["xdcg@3"] = sum(25 * label * math.pow(f, rank) for rank, label in enumerate(got[: self.k])) / float(
-                sum(math.pow(f, rank) for rank in range(self.k))
-            )
+            discounts = [math.pow(f, rank) for rank in range(self.k)]
+            gains = sum(25 * label * d for label, d in zip(got[: self.k], discounts, strict=False))
+            out["xdcg@3"] = gains / float(sum(discounts))
             out["fidelity"] = self._fidelity_weight(got) / float(ideal_weight) if ideal_weight else math.nan
             out["top1_relevance"] = got[0]
             out["top3_max_relevance"] = max(got[: self.k])
