@@ -4,6 +4,8 @@ The public surface mirrors ``azure-ai-evaluation``'s local evaluators and ``eval
 of that SDK can switch by changing an import.
 """
 
+from touchstone._exceptions import ErrorBlame, ErrorCategory, ErrorTarget, EvaluationException
+from touchstone._model_configurations import AzureAIProject, Conversation, EvaluatorConfig, Message
 from touchstone._version import __version__
 from touchstone.engine.result import EvaluationResult
 from touchstone.engine.runner import EvaluationFailedError, evaluate
@@ -49,17 +51,24 @@ from touchstone.judges.config import AzureOpenAIModelConfiguration, OpenAIModelC
 from touchstone.store.sqlite import RunStore
 
 __all__ = [
+    "AzureAIProject",
     "AzureOpenAIModelConfiguration",
     "BertScoreEvaluator",
     "BleuScoreEvaluator",
     "ChrfScoreEvaluator",
     "CoherenceEvaluator",
     "ConfigurationError",
+    "Conversation",
     "DocumentRetrievalEvaluator",
     "EmbeddingSimilarityEvaluator",
+    "ErrorBlame",
+    "ErrorCategory",
+    "ErrorTarget",
+    "EvaluationException",
     "EvaluationFailedError",
     "EvaluationResult",
     "Evaluator",
+    "EvaluatorConfig",
     "ExactMatchEvaluator",
     "F1ScoreEvaluator",
     "FluencyEvaluator",
@@ -70,6 +79,7 @@ __all__ = [
     "InputSpec",
     "InputValidationError",
     "IntentResolutionEvaluator",
+    "Message",
     "MeteorScoreEvaluator",
     "OpenAIModelConfiguration",
     "PerplexityEvaluator",

@@ -141,3 +141,28 @@ def describe_os_error(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror} ({exc.filename})" if exc.filename else exc.strerror
     return str(exc) or type(exc).__name__
+
+
+# The SDK classifies a call with missing inputs by evaluator: its prompt-based quality and agent
+# evaluators say MISSING_FIELD (target: the evaluator), the others INVALID_VALUE (target:
+# CONVERSATION). Keyed by class name so that a user's subclass inherits its base's classification.
+_MISSING_FIELD_EVALUATORS = frozenset(
+    {
+        "CoherenceEvaluator",
+        "FluencyEvaluator",
+        "GroundednessEvaluator",
+        "IntentResolutionEvaluator",
+        "RelevanceEvaluator",
+        "SimilarityEvaluator",
+        "TaskAdherenceEvaluator",
+        "ToolCallAccuracyEvaluator",
+    }
+)
+
+
+def missing_input_classification(cls: type) -> tuple[ErrorCategory, ErrorTarget]:
+    """The SDK's category and target for an evaluator of class ``cls`` called without its inputs."""
+    for klass in cls.__mro__:
+        if klass.__name__ in _MISSING_FIELD_EVALUATORS:
+            return ErrorCategory.MISSING_FIELD, ErrorTarget(klass.__name__)
+    return ErrorCategory.INVALID_VALUE, ErrorTarget.CONVERSATION

@@ -57,9 +57,9 @@ def test_resolve_judge(monkeypatch: pytest.MonkeyPatch) -> None:
     stored = OpenAIModelConfiguration("stored-judge", base_url="http://127.0.0.1:9/v1")
     assert resolve_judge(JudgeChoice(), stored) is stored
     named = resolve_judge(JudgeChoice(model="other"), stored)
-    assert named is not stored and named.model_name == "other"
+    assert named is not stored and named["model"] == "other"
     monkeypatch.setenv("TOUCHSTONE_JUDGE_MODEL", "env-judge")
-    assert resolve_judge(JudgeChoice()).model_name == "env-judge"
+    assert resolve_judge(JudgeChoice())["model"] == "env-judge"
     choice = JudgeChoice(azure_endpoint="https://x.openai.azure.com", azure_deployment="d")
     azure = resolve_judge(choice, stored)
     assert type(azure).__name__ == "AzureOpenAIModelConfiguration"

@@ -17,6 +17,7 @@ from touchstone.judges import (
     JudgeCallError,
     JudgeSettings,
     OpenAIModelConfiguration,
+    as_model_config,
     get_judge_client,
     judge_session,
 )
@@ -74,7 +75,7 @@ async def test_transport_choice_is_used_and_reported(
     async with judge_session(fast()) as session:
         await get_judge_client(cfg).chat(msgs("hello"))
         [model] = session.info()["models"]
-        backend = session.backend(cfg)
+        backend = session.backend(as_model_config(cfg))
         assert model["http_transport"] == transport == backend.transport  # type: ignore[attr-defined]
         stack = type(backend.client._client._transport).__module__  # type: ignore[attr-defined]
         assert ("aiohttp" in stack) == (transport == "aiohttp")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from touchstone._exceptions import ErrorCategory, ErrorTarget
 from touchstone.data.kinds import check_value
 from touchstone.data.loaders import Record
 from touchstone.data.mapping import Ref, resolve
@@ -50,7 +51,9 @@ def validate_records(
     problems: list[Problem] = []
     problems.extend(_mapping_columns_exist(records, mappings, has_target))
     if problems:
-        raise InputValidationError(problems)
+        raise InputValidationError(
+            problems, category=ErrorCategory.MISSING_FIELD, target=ErrorTarget.EVALUATE
+        )
     # (source, line, field, message) -> evaluator names, so one missing field is reported once
     found: dict[tuple[str, int, str, str], list[str]] = {}
     # Evaluators that read the same inputs the same way are checked once per row.
@@ -72,7 +75,10 @@ def validate_records(
         names.sort(key=order.__getitem__)
         problems.append(Problem(source, line, field, f"{message} (needed by {', '.join(names)})"))
     if problems:
-        raise InputValidationError(problems)
+        # the SDK's classification: inputs absent from the data are MISSING_FIELD, wrong ones INVALID_VALUE
+        missing = all(message.startswith("missing") for (_, _, _, message) in found)
+        category = ErrorCategory.MISSING_FIELD if missing else ErrorCategory.INVALID_VALUE
+        raise InputValidationError(problems, category=category, target=ErrorTarget.EVALUATE)
 
 
 def _row_problems(

@@ -24,8 +24,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
+from touchstone._exceptions import ErrorCategory
 from touchstone.data.kinds import InputKind, check_value
-from touchstone.errors import InputValidationError, Problem, RunAbortedError, UnknownOptionError
+from touchstone.errors import (
+    InputValidationError,
+    Problem,
+    RunAbortedError,
+    UnknownOptionError,
+    missing_input_classification,
+)
 from touchstone.scores import ErrorInfo, ErrorKind, Outcome, Score
 
 Outputs = Outcome
@@ -127,6 +134,11 @@ MODEL_BATCH_ROWS = 1024
 """``min_batch_rows`` of the local-model metrics: below this many rows per ``score_batch`` call a
 model's batched forward passes lose efficiency (less length-sorting, more padding, more per-call
 overhead); a hint for the engine's chunking."""
+
+
+def _no_messages(value: Any) -> bool:
+    """A conversation without messages counts as a missing input (as the SDK counts it)."""
+    return isinstance(value, Mapping) and "messages" in value and not value["messages"]
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -248,6 +260,8 @@ class Evaluator:
             )
         present = {k for k, v in kwargs.items() if v is not None}
         modes = self.required_modes()
+        usable = {k for k in present if not _no_messages(kwargs[k])}
+        missing_inputs = not any(set(mode) <= usable for mode in modes)
         if not any(set(mode) <= present for mode in modes):
             wanted = " or ".join("(" + ", ".join(mode) + ")" for mode in modes)
             missing = sorted(set(modes[0]) - present)
@@ -261,7 +275,11 @@ class Evaluator:
             if err:
                 problems.append(Problem(self.metric, None, name, err))
         if problems:
-            raise InputValidationError(problems)
+            # the SDK's classification: what a missing input is depends on the evaluator
+            category, target = missing_input_classification(type(self))
+            if not missing_inputs:
+                category = ErrorCategory.INVALID_VALUE
+            raise InputValidationError(problems, category=category, target=target)
         return {k: v for k, v in kwargs.items() if v is not None}
 
     # ----------------------------------------------------------------- engine entry points

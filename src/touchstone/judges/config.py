@@ -1,12 +1,16 @@
 """Judge model configurations and judge settings.
 
-The configuration classes carry the compatible SDK's names and fields
-(``azure-ai-evaluation``'s ``OpenAIModelConfiguration`` and ``AzureOpenAIModelConfiguration``);
-like the SDK's typed dicts they can be read as mappings (``cfg["model"]``), and every function that
-takes a configuration accepts a plain dict as well (see :func:`as_model_config`).
+``OpenAIModelConfiguration`` and ``AzureOpenAIModelConfiguration`` carry the compatible SDK's names
+and fields (``azure-ai-evaluation``'s typed dicts) and, as there, are plain dicts: ``isinstance(cfg,
+dict)``, ``json.dumps(cfg)``, ``cfg["api_version"] = ...`` and extra keys all work, and every function
+that takes a configuration accepts a dict of the same shape. Nothing is checked when one is built (a
+dict can be completed afterwards); :func:`as_model_config` reads it into a resolved configuration
+(:class:`OpenAIConfig`, :class:`AzureOpenAIConfig`, :class:`ProviderModelConfiguration`) when a judge
+is first used, and raises a :class:`~touchstone.errors.ConfigurationError` (an
+``EvaluationException`` of category ``MISSING_FIELD`` or ``INVALID_VALUE``) then.
 
-Secrets are resolved as late as possible (at client creation, from the object or the environment)
-and never appear in ``repr``, :meth:`ModelConfigBase.public`, the cache, the run store or messages.
+Secrets are resolved as late as possible (at client creation, from the configuration or the
+environment) and never appear in ``repr``, ``public()``, the cache, the run store or messages.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 from typing import Any, Union
 from urllib.parse import urlsplit
 
+from touchstone._exceptions import ErrorCategory, ErrorTarget
 from touchstone.errors import ConfigurationError
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -26,8 +31,63 @@ AZURE_DEFAULT_API_VERSION = "2024-10-21"
 _SECRET_FIELDS = frozenset({"api_key", "azure_ad_token_provider", "credential", "extra_headers"})
 
 
+def _config_error(message: str, category: ErrorCategory = ErrorCategory.MISSING_FIELD) -> ConfigurationError:
+    return ConfigurationError(message, category=category, target=ErrorTarget.MODELS)
+
+
+# ---------------------------------------------------------------------------- the SDK's dicts
+class _ModelConfigDict(dict[str, Any]):
+    """A model configuration as the SDK has it: a dict. ``repr`` hides secrets (a dict printed in a
+    log should not leak a key); ``json.dumps`` and item access give everything, as a dict does."""
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{k!r}: {'***' if k in _SECRET_FIELDS and v is not None else repr(v)}" for k, v in self.items()
+        )
+        return f"{type(self).__name__}({{{shown}}})"
+
+    def public(self) -> dict[str, Any]:
+        """The configuration without secrets: safe to store, log and show."""
+        return {k: v for k, v in self.items() if k not in _SECRET_FIELDS and v is not None}
+
+
+class OpenAIModelConfiguration(_ModelConfigDict):
+    """A model behind the OpenAI API or any OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI,
+    LM Studio...) reached through ``base_url``: a dict with the SDK's keys.
+
+    Keys: ``model`` (required when a judge is used), ``api_key`` (default ``$OPENAI_API_KEY``; a local
+    server that needs none gets a placeholder), ``base_url`` (default ``$OPENAI_BASE_URL``, else the
+    OpenAI API), ``organization``, ``extra_headers``, ``type`` (``"openai"``), and touchstone's
+    ``is_reasoning_model`` (no temperature or top_p; ``max_completion_tokens``). The model may also
+    be given as the first positional argument: ``OpenAIModelConfiguration("gpt-4o-mini")``.
+    """
+
+    def __init__(self, model: str | Mapping[str, Any] | None = None, /, **values: Any) -> None:
+        if isinstance(model, Mapping):
+            super().__init__(model, **values)
+        else:
+            super().__init__(**({"model": model} if model is not None else {}), **values)
+
+
+class AzureOpenAIModelConfiguration(_ModelConfigDict):
+    """A deployment of Azure OpenAI: a dict with the SDK's keys.
+
+    Keys: ``azure_endpoint`` (default ``$AZURE_OPENAI_ENDPOINT``), ``azure_deployment`` (default
+    ``$AZURE_OPENAI_DEPLOYMENT``), ``api_key`` (default ``$AZURE_OPENAI_API_KEY``), ``api_version``
+    (default ``$AZURE_OPENAI_API_VERSION``, else a recent GA version), ``credential`` (an object with
+    ``get_token(scope)``, as the SDK takes), ``type`` (``"azure_openai"``), and touchstone's
+    ``azure_ad_token_provider`` (a callable returning a bearer token, e.g. from
+    ``azure.identity.get_bearer_token_provider``), ``extra_headers`` and ``is_reasoning_model``.
+    """
+
+    def __init__(self, values: Mapping[str, Any] | None = None, /, **more: Any) -> None:
+        super().__init__(values or {}, **more)
+
+
+# ---------------------------------------------------------------------------- resolved configurations
 class ModelConfigBase(Mapping[str, Any]):
-    """Mapping behaviour shared by the configuration classes (the SDK's configurations are dicts)."""
+    """What the judge machinery reads: a configuration read and checked by :func:`as_model_config`
+    (provider, endpoint, model, secrets resolved from the environment on demand)."""
 
     provider: str = ""
 
@@ -93,14 +153,8 @@ class ModelConfigBase(Mapping[str, Any]):
 
 
 @dataclass(repr=False, eq=True)
-class OpenAIModelConfiguration(ModelConfigBase):
-    """A model behind the OpenAI API or any OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI,
-    LM Studio...) reached through ``base_url``.
-
-    ``api_key`` defaults to ``$OPENAI_API_KEY`` and ``base_url`` to ``$OPENAI_BASE_URL`` (else the
-    OpenAI API). A local server that needs no key gets a placeholder key. ``is_reasoning_model=True``
-    sends no temperature or top_p and ``max_completion_tokens`` instead of ``max_tokens``.
-    """
+class OpenAIConfig(ModelConfigBase):
+    """An OpenAI(-compatible) model, resolved from an :class:`OpenAIModelConfiguration`."""
 
     model: str
     api_key: str | None = None
@@ -124,16 +178,8 @@ class OpenAIModelConfiguration(ModelConfigBase):
 
 
 @dataclass(repr=False, eq=True)
-class AzureOpenAIModelConfiguration(ModelConfigBase):
-    """A deployment of Azure OpenAI.
-
-    ``azure_endpoint`` defaults to ``$AZURE_OPENAI_ENDPOINT``, ``api_key`` to
-    ``$AZURE_OPENAI_API_KEY``, ``api_version`` to ``$AZURE_OPENAI_API_VERSION`` (else a recent GA
-    version), ``azure_deployment`` to ``$AZURE_OPENAI_DEPLOYMENT``. For Entra ID pass
-    ``azure_ad_token_provider`` (a callable returning a bearer token, e.g. from
-    ``azure.identity.get_bearer_token_provider``) or ``credential`` (an object with
-    ``get_token(scope)``, as the compatible SDK takes).
-    """
+class AzureOpenAIConfig(ModelConfigBase):
+    """An Azure OpenAI deployment, resolved from an :class:`AzureOpenAIModelConfiguration`."""
 
     azure_endpoint: str | None = None
     azure_deployment: str | None = None
@@ -151,7 +197,7 @@ class AzureOpenAIModelConfiguration(ModelConfigBase):
     def model_name(self) -> str:
         deployment = self.azure_deployment or os.environ.get("AZURE_OPENAI_DEPLOYMENT")
         if not deployment:
-            raise ConfigurationError(
+            raise _config_error(
                 "AzureOpenAIModelConfiguration needs azure_deployment (or $AZURE_OPENAI_DEPLOYMENT)"
             )
         return deployment
@@ -159,7 +205,7 @@ class AzureOpenAIModelConfiguration(ModelConfigBase):
     def endpoint(self) -> str:
         endpoint = self.azure_endpoint or os.environ.get("AZURE_OPENAI_ENDPOINT")
         if not endpoint:
-            raise ConfigurationError(
+            raise _config_error(
                 "AzureOpenAIModelConfiguration needs azure_endpoint (or $AZURE_OPENAI_ENDPOINT)"
             )
         return endpoint.rstrip("/")
@@ -206,42 +252,56 @@ class ProviderModelConfiguration(ModelConfigBase):
 
 
 ModelConfiguration = Union[  # noqa: UP007 - a runtime alias, must work on Python 3.10
-    OpenAIModelConfiguration, AzureOpenAIModelConfiguration, ProviderModelConfiguration
+    OpenAIConfig, AzureOpenAIConfig, ProviderModelConfiguration
 ]
+"""A resolved configuration (what the judge machinery reads)."""
 ModelConfigLike = Union[ModelConfiguration, Mapping[str, Any]]  # noqa: UP007
+"""Anything a configuration may be given as: an SDK-style dict or a resolved configuration."""
+
+
+def _config_class(value: Mapping[str, Any], kind: str) -> type[ModelConfigBase]:
+    """Which configuration a dict describes: its class, else its ``type``, else its keys."""
+    if isinstance(value, AzureOpenAIModelConfiguration):
+        return AzureOpenAIConfig
+    if isinstance(value, OpenAIModelConfiguration):
+        return OpenAIConfig
+    azure_keys = "azure_endpoint" in value or "azure_deployment" in value
+    if kind == "azure_openai" or (kind != "openai" and azure_keys):
+        return AzureOpenAIConfig
+    if kind == "provider" or "provider_name" in value:
+        return ProviderModelConfiguration
+    if kind not in ("", "openai"):
+        raise _config_error(
+            f"unknown model configuration type {kind!r} (expected 'openai' or 'azure_openai')",
+            ErrorCategory.INVALID_VALUE,
+        )
+    return OpenAIConfig
 
 
 def as_model_config(value: ModelConfigLike) -> ModelConfiguration:
-    """A configuration object from a configuration object or a plain dict (the SDK's shape).
+    """The resolved configuration of a model configuration dict (the SDK's shape) or of an already
+    resolved one, checked: a :class:`~touchstone.errors.ConfigurationError` names what is missing.
 
-    A dict with ``azure_endpoint``/``azure_deployment`` or ``type: "azure_openai"`` is Azure OpenAI;
-    one with ``provider_name`` an adapter; otherwise it is OpenAI(-compatible) and needs ``model``."""
-    if isinstance(
-        value, (OpenAIModelConfiguration, AzureOpenAIModelConfiguration, ProviderModelConfiguration)
-    ):
+    A dict built by ``AzureOpenAIModelConfiguration``, or with ``type: "azure_openai"``, or with
+    ``azure_endpoint``/``azure_deployment`` is Azure OpenAI; one with ``provider_name`` an adapter;
+    otherwise it is OpenAI(-compatible) and needs ``model``. Keys the configuration does not use are
+    ignored, as the SDK ignores them."""
+    if isinstance(value, (OpenAIConfig, AzureOpenAIConfig, ProviderModelConfiguration)):
         return value
     if not isinstance(value, Mapping):
-        raise ConfigurationError(
-            f"a model configuration must be a dict or configuration object, not {type(value).__name__}"
+        raise _config_error(
+            f"a model configuration must be a dict or configuration object, not {type(value).__name__}",
+            ErrorCategory.INVALID_VALUE,
         )
     data = {k: v for k, v in value.items() if v is not None}
-    kind = str(data.pop("type", "") or "")
-    cls: type[ModelConfigBase]
-    if kind == "azure_openai" or "azure_endpoint" in data or "azure_deployment" in data:
-        cls = AzureOpenAIModelConfiguration
-    elif kind == "provider" or "provider_name" in data:
-        cls = ProviderModelConfiguration
-    else:
-        cls = OpenAIModelConfiguration
-        if "model" not in data and "azure_deployment" not in data:
-            raise ConfigurationError("an OpenAI model configuration needs 'model' (e.g. 'gpt-4o-mini')")
-    names = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ConfigurationError(
-            f"unknown model configuration field(s) {', '.join(unknown)} for {cls.__name__}"
-        )
-    return cls(**data)
+    cls = _config_class(value, str(data.pop("type", "") or ""))
+    if cls is OpenAIConfig and "model" not in data:
+        raise _config_error("an OpenAI model configuration needs 'model' (e.g. 'gpt-4o-mini')")
+    if cls is ProviderModelConfiguration and "model" not in data:
+        raise _config_error("a provider model configuration needs 'model'")
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    resolved = cls(**{k: v for k, v in data.items() if k in names})
+    return resolved  # type: ignore[return-value]
 
 
 def model_config_from_env(
@@ -252,25 +312,24 @@ def model_config_from_env(
     azure_deployment: str | None = None,
     api_version: str | None = None,
     is_reasoning_model: bool = False,
-) -> ModelConfiguration:
+) -> OpenAIModelConfiguration | AzureOpenAIModelConfiguration:
     """A judge configuration from explicit values (CLI options) with the environment as fallback.
 
     Azure OpenAI when an Azure endpoint is given or ``$AZURE_OPENAI_ENDPOINT`` is set and no
     ``base_url`` is given; otherwise OpenAI(-compatible) with ``model`` (else ``$TOUCHSTONE_JUDGE_MODEL``,
-    else ``gpt-4o-mini``) at ``base_url`` (else ``$OPENAI_BASE_URL``, else the OpenAI API)."""
+    else ``gpt-4o-mini``) at ``base_url`` (else ``$OPENAI_BASE_URL``, else the OpenAI API). Keys the
+    environment supplies at call time (API keys) are not copied in."""
     endpoint = azure_endpoint or (None if base_url else os.environ.get("AZURE_OPENAI_ENDPOINT"))
+    extra = {"is_reasoning_model": True} if is_reasoning_model else {}
     if endpoint or azure_deployment:
-        return AzureOpenAIModelConfiguration(
-            azure_endpoint=endpoint,
-            azure_deployment=azure_deployment or model or os.environ.get("AZURE_OPENAI_DEPLOYMENT"),
-            api_version=api_version,
-            is_reasoning_model=is_reasoning_model,
-        )
-    return OpenAIModelConfiguration(
-        model=model or os.environ.get("TOUCHSTONE_JUDGE_MODEL") or "gpt-4o-mini",
-        base_url=base_url,
-        is_reasoning_model=is_reasoning_model,
-    )
+        values = {
+            "azure_endpoint": endpoint,
+            "azure_deployment": azure_deployment or model or os.environ.get("AZURE_OPENAI_DEPLOYMENT"),
+            "api_version": api_version,
+        }
+        return AzureOpenAIModelConfiguration({k: v for k, v in values.items() if v}, **extra)
+    chosen = model or os.environ.get("TOUCHSTONE_JUDGE_MODEL") or "gpt-4o-mini"
+    return OpenAIModelConfiguration(chosen, **({"base_url": base_url} if base_url else {}), **extra)
 
 
 def default_cache_path() -> Path:

@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 from touchstone.errors import ConfigurationError
 from touchstone.judges.config import (
     OPENAI_DEFAULT_BASE_URL,
-    AzureOpenAIModelConfiguration,
+    AzureOpenAIConfig,
     JudgeSettings,
     ModelConfiguration,
-    OpenAIModelConfiguration,
+    OpenAIConfig,
 )
 from touchstone.judges.errors import FatalProviderError, TransientError, redact
 from touchstone.judges.providers.base import (
@@ -66,7 +66,7 @@ class OpenAIBackend(BackendBase):
                 ),
             )
         factory: Callable[[], Any]
-        if isinstance(config, AzureOpenAIModelConfiguration):
+        if isinstance(config, AzureOpenAIConfig):
             provider = None
             if config.azure_ad_token_provider is not None or config.credential is not None:
                 provider = self._entra_tokens(config.azure_ad_token_provider, config.credential)
@@ -86,7 +86,7 @@ class OpenAIBackend(BackendBase):
                     **common,
                 )
 
-        elif isinstance(config, OpenAIModelConfiguration):
+        elif isinstance(config, OpenAIConfig):
             key = self._secret
             if not key:
                 if config.endpoint().rstrip("/") == OPENAI_DEFAULT_BASE_URL:

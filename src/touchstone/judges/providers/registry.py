@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 from touchstone.errors import ConfigurationError
 from touchstone.judges.config import (
-    AzureOpenAIModelConfiguration,
+    AzureOpenAIConfig,
     JudgeSettings,
     ModelConfiguration,
-    OpenAIModelConfiguration,
+    OpenAIConfig,
     ProviderModelConfiguration,
 )
 from touchstone.judges.providers.base import Backend
@@ -49,7 +49,7 @@ def make_adapter_backend(config: ModelConfiguration, settings: JudgeSettings) ->
 
 def make_backend(config: ModelConfiguration, settings: JudgeSettings) -> Backend:
     """The backend for a configuration."""
-    if isinstance(config, (OpenAIModelConfiguration, AzureOpenAIModelConfiguration)):
+    if isinstance(config, (OpenAIConfig, AzureOpenAIConfig)):
         from touchstone.judges.providers.openai_compat import OpenAIBackend
 
         return OpenAIBackend(config, settings)
