@@ -34,23 +34,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         " `outputs.fluency.fluency_passed` bool True vs SDK float 0.5; `fluency_reason` 'Turn k of n ...' "
         "prefix; `fluency_properties` lacks token/model/sample keys; `fluency_threshold` int vs SDK float"
     ),
-    "evaluate_missing_column": (
-        "touchstone crashes: no module `touchstone._exceptions` (see evaluator_input_errors); once "
-        "importable, the comparison stays skipped (INTENDED_DIFFERENCES) but the snippet must run"
-    ),
-    "evaluate_usage_errors": (
-        "touchstone crashes: no module `touchstone._exceptions` (SDK users import `EvaluationException` "
-        "from `azure.ai.evaluation._exceptions`; it is not in the package namespace); once importable: "
-        "missing file / non-JSON file raise InputValidationError without `category` (SDK INVALID_VALUE) /"
-        " `blame` (SDK USER_ERROR)"
-    ),
-    "evaluator_input_errors": (
-        "touchstone crashes: no module `touchstone._exceptions` (SDK users import `EvaluationException` "
-        "from `azure.ai.evaluation._exceptions`; it is not in the package namespace); once importable: F1"
-        " without ground_truth / with response=None (SDK: INVALID_VALUE, USER_ERROR), "
-        "GroundednessEvaluator() with no input and RelevanceEvaluator on an empty conversation (SDK: "
-        "MISSING_FIELD, USER_ERROR) raise InputValidationError without `category` / `blame`"
-    ),
     "fluency_conversation": (
         "per turn (`evaluation_per_turn/fluency/N`, `fluency_score/N`) int vs SDK float, "
         "`fluency_threshold/N` float vs SDK int, per-turn `fluency_properties/N` lack the SDK's "
@@ -65,14 +48,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         " token/model/sample keys; `groundedness_passed` bool vs SDK float (share of passing turns); "
         "`groundedness_reason` prefixed with 'Turn k of n (lowest...)' where the SDK gives the last "
         "turn's reason verbatim"
-    ),
-    "model_config_dicts": (
-        "touchstone crashes: TypeError 'AzureOpenAIModelConfiguration' object does not support item "
-        "assignment (SDK configs are plain dicts: isinstance dict, json.dumps, item assignment)"
-    ),
-    "public_names": (
-        "touchstone crashes: ImportError: cannot import name 'AzureAIProject' (also missing: "
-        "Conversation, Message, EvaluatorConfig)"
     ),
     "relevance_conversation": (
         "turns without context get a fixed 5 ('No documents were retrieved ... rated 5') instead of being"
