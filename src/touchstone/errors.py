@@ -9,6 +9,7 @@ default; a raising place may pass a more precise one (``category=ErrorCategory.M
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -166,3 +167,21 @@ def missing_input_classification(cls: type) -> tuple[ErrorCategory, ErrorTarget]
         if klass.__name__ in _MISSING_FIELD_EVALUATORS:
             return ErrorCategory.MISSING_FIELD, ErrorTarget(klass.__name__)
     return ErrorCategory.INVALID_VALUE, ErrorTarget.CONVERSATION
+
+
+_warned_upload = False
+
+
+def warn_nothing_uploaded(option: str = "azure_ai_project") -> None:
+    """Say once per process that ``option`` (the SDK's link to an Azure AI project) is accepted and
+    ignored: touchstone keeps results locally (its run store) and uploads nothing."""
+    global _warned_upload
+    if _warned_upload:
+        return
+    _warned_upload = True
+    warnings.warn(
+        f"{option} is accepted for compatibility and ignored: touchstone uploads nothing; results stay "
+        "in the returned value, output_path and the local run store",
+        UserWarning,
+        stacklevel=3,
+    )

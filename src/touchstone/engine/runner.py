@@ -38,7 +38,13 @@ from touchstone.engine.executors import (
 )
 from touchstone.engine.frame import sdk_metrics, sdk_rows
 from touchstone.engine.result import EvaluationResult, own_aggregators
-from touchstone.errors import ConfigurationError, EvaluatorFailedError, InputValidationError, RunAbortedError
+from touchstone.errors import (
+    ConfigurationError,
+    EvaluatorFailedError,
+    InputValidationError,
+    RunAbortedError,
+    warn_nothing_uploaded,
+)
 from touchstone.evaluators.base import Evaluator, EvaluatorLike, describe_exception
 from touchstone.evaluators.custom import as_sdk_evaluator
 from touchstone.scores import ErrorInfo, ErrorKind, Outcome, Score
@@ -84,6 +90,8 @@ def evaluate(
     """
     if not evaluators:
         raise InputValidationError("no evaluators given; pass evaluators={'name': evaluator}")
+    if options.get("azure_ai_project") is not None:
+        warn_nothing_uploaded()
     evs = {name: as_sdk_evaluator(ev, name) for name, ev in evaluators.items()}
     records = load_records(data)
     mappings = evaluator_mappings(list(evs), evaluator_config)
