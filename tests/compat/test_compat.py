@@ -28,12 +28,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "reason verbatim; `/coherence_result` 'pass' vs SDK 'fail' (SDK: mean 3.67, but 'fail' since not "
         "every turn passed)"
     ),
-    "evaluate_conversation_jsonl": (
-        "a one-turn conversation gets `evaluation_per_turn` (spread into `outputs.fluency.evaluation_per_"
-        "turn.*` lists of one) where the SDK gives the turn's result alone (those columns NaN on that row);"
-        " `outputs.fluency.fluency_passed` bool True vs SDK float 0.5; `fluency_reason` 'Turn k of n ...' "
-        "prefix; `fluency_properties` lacks token/model/sample keys; `fluency_threshold` int vs SDK float"
-    ),
     "fluency_conversation": (
         "per turn (`evaluation_per_turn/fluency/N`, `fluency_score/N`) int vs SDK float, "
         "`fluency_threshold/N` float vs SDK int, per-turn `fluency_properties/N` lack the SDK's "

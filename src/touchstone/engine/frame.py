@@ -302,6 +302,43 @@ class _AttrDict(dict[str, Any]):
             raise AttributeError(item) from None
 
 
+def _leaves(value: Mapping[str, Any], head: str, out: dict[str, None]) -> None:
+    for key, item in value.items():
+        path = f"{head}.{key}"
+        if isinstance(item, Mapping):
+            _leaves(item, path, out)
+        else:
+            out[path] = None
+
+
+def _leaf(value: Any, path: Sequence[str]) -> Any:
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _leaf_columns(cols: Columns) -> Columns:
+    """``<column>.<key>[.<key>...]`` for every leaf of the dicts a column holds (None where a row
+    has no such leaf): the SDK adds them to the data (and the target's outputs) so that nested
+    fields can be mapped by name; a column that already exists is not replaced."""
+    out = Columns(cols.n_rows)
+    for key, column in cols.values.items():
+        paths: dict[str, None] = {}
+        for value in column:
+            if isinstance(value, Mapping):
+                _leaves(value, key, paths)
+        for path in paths:
+            if path in cols.values:
+                continue
+            keys = path[len(key) + 1 :].split(".")
+            out.values[path], out.kinds[path] = coerce(
+                [_leaf(v, keys) if isinstance(v, Mapping) else None for v in column]
+            )
+    return out
+
+
 def _transpose(cols: Columns, head: str) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
     names = tuple(f"{head}{k}" for k in cols.values)
     if not names:
@@ -323,16 +360,24 @@ def sdk_rows(
     on the others). What a failed row says beyond the SDK's keys (``<m>_error``...) is kept on that
     row; a target's failure is ``outputs.target_error``."""
     n = len(inputs)
-    rows: list[dict[str, Any]] = []
-    names, values = _transpose(Columns.of(inputs, spread=False), "inputs.")
-    rows = [dict(zip(names, vals, strict=True)) for vals in values]
+    data_cols = Columns.of(inputs, spread=False)
+    frame: list[tuple[str, Columns]] = [("inputs.", data_cols)]
     if targets is not None:
-        for i, row in enumerate(rows):
-            row["inputs.line_number"] = i
-        target_cols = Columns.of([out if err is None else None for out, err in targets], spread=False)
-        names, values = _transpose(target_cols, "outputs.")
-        for row, vals, (_, err) in zip(rows, values, targets, strict=True):
+        line = Columns(n)
+        line.values["line_number"], line.kinds["line_number"] = list(range(n)), "int"
+        frame.append(("inputs.", line))
+        frame.append(
+            ("outputs.", Columns.of([out if err is None else None for out, err in targets], spread=False))
+        )
+    if not ({"conversation", "messages"} & set(data_cols.values)):
+        frame.extend([(head, _leaf_columns(cols)) for head, cols in frame])
+    rows: list[dict[str, Any]] = [{} for _ in range(n)]
+    for head, cols in frame:
+        names, values = _transpose(cols, head)
+        for row, vals in zip(rows, values, strict=True):
             row.update(zip(names, vals, strict=True))
+    if targets is not None:
+        for row, (_, err) in zip(rows, targets, strict=True):
             if err is not None:
                 row["outputs.target_error"] = err
     columns: dict[str, Columns] = {}
