@@ -91,6 +91,10 @@ class InputValidationError(TouchstoneError, ValueError):
         self.problems: list[Problem] = list(problems)
         super().__init__(self._render(), category=category, blame=blame, target=target, **kwargs)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt from the problems (not the rendered text, which would be wrapped in a new Problem)
+        return (type(self), (self.problems,), self.__dict__)
+
     def _render(self) -> str:
         shown = self.problems[:MAX_REPORTED_PROBLEMS]
         lines = [str(p) for p in shown]
