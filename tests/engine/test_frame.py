@@ -173,3 +173,10 @@ def test_fail_on_evaluator_errors_raises_the_sdk_exception(tmp_path: Path) -> No
     assert info.value.category is ErrorCategory.FAILED_EXECUTION
     assert info.value.blame is ErrorBlame.UNKNOWN
     assert "Evaluator b failed on 1 of 1 rows (100%): RuntimeError: exploded" in str(info.value)
+
+
+def test_csv_empty_cells_are_nan_in_rows(tmp_path: Path) -> None:
+    data = tmp_path / "d.csv"
+    data.write_text("response,note\nabc,\nde,ok\n")
+    res = evaluate(data=str(data), evaluators={"n": lambda response: len(response)}, store=tmp_path / "s.db")
+    assert math.isnan(res["rows"][0]["inputs.note"]) and res["rows"][1]["inputs.note"] == "ok"

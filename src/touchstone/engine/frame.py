@@ -339,6 +339,13 @@ def _leaf_columns(cols: Columns) -> Columns:
     return out
 
 
+def sdk_input(data: Mapping[str, Any], source: str) -> Mapping[str, Any]:
+    """A data row as the SDK's rows show it: it reads a CSV file as text, an empty cell as NaN."""
+    if source.lower().endswith(".csv") and "" in data.values():
+        return {k: NAN if v == "" else v for k, v in data.items()}
+    return data
+
+
 def _transpose(cols: Columns, head: str) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
     names = tuple(f"{head}{k}" for k in cols.values)
     if not names:

@@ -36,7 +36,7 @@ from touchstone.engine.executors import (
     default_processes,
     direct_inputs,
 )
-from touchstone.engine.frame import sdk_metrics, sdk_rows
+from touchstone.engine.frame import sdk_input, sdk_metrics, sdk_rows
 from touchstone.engine.result import EvaluationResult, own_aggregators
 from touchstone.errors import (
     ConfigurationError,
@@ -521,7 +521,7 @@ def build_result(
     # The rows and metrics as the compatible SDK's data frame makes them (engine/frame.py).
     with_target = any(t != (None, None) for t in targets.values())
     rows, columns = sdk_rows(
-        [rec.data for rec in records],
+        [sdk_input(rec.data, rec.source) for rec in records],
         per_eval,
         {name: [o is None or o.failed for o in outs] for name, outs in per_eval.items()},
         [targets.get(i, (None, None)) for i in range(len(records))] if with_target else None,
