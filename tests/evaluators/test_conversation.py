@@ -1,5 +1,6 @@
-"""Conversation (RAG chat) judging over the loopback fake server: turn splitting, what each turn's
-prompt holds, per-turn results and the conversation aggregate."""
+"""Conversation (RAG chat) judging over the loopback fake server: the SDK's exchanges (the default) and
+touchstone's turns with history (``conversation_mode="history"``), what each prompt holds, per-turn
+results and the conversation's outputs as the compatible SDK combines them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from typing import Any
 import pytest
 from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest
 
-from touchstone.evaluators.conversation import split_turns
+from touchstone.errors import ConfigurationError, InputValidationError
+from touchstone.evaluators.conversation import (
+    combine_outputs,
+    exchange_inputs,
+    split_turns,
+    turn_input_names,
+)
 from touchstone.evaluators.quality import (
     CoherenceEvaluator,
     FluencyEvaluator,
@@ -108,7 +115,7 @@ def test_split_turns_odd_shapes() -> None:
     assert turns[1].ground_truth == "The answer."
 
 
-def test_groundedness_per_turn_and_minimum(
+def test_groundedness_history_mode_per_turn(
     fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
 ) -> None:
     seen = by_turn(
@@ -122,7 +129,7 @@ def test_groundedness_per_turn_and_minimum(
             },
         },
     )
-    out = GroundednessEvaluator(judge_config)(conversation=CHAT)
+    out = GroundednessEvaluator(judge_config, conversation_mode="history")(conversation=CHAT)
     assert len(seen) == 2
     prompts = {blocks(r.last_user)["response"]: blocks(r.last_user) for r in seen}
     p2 = prompts["Shipping to Canada is free on every order."]
@@ -135,16 +142,20 @@ def test_groundedness_per_turn_and_minimum(
     assert "doc-17" in prompts["Yes, in 5-7 business days."]["documents"]
     assert "ungrounded_facts" in seen[0].json_schema["properties"]  # type: ignore[index]
 
-    assert out["groundedness"] == 1 and out["gpt_groundedness"] == 1
-    assert out["groundedness_result"] == "fail"
-    assert out["groundedness_reason"].startswith("Turn 2 of 2 (lowest): The rates say $15 flat.")
+    # the SDK's combination: the mean, the last turn's verdict and reason, the share of passing turns
+    assert out["groundedness"] == 3.0 and out["gpt_groundedness"] == 3.0
+    assert out["groundedness_result"] == "fail" and out["groundedness_passed"] == 0.5
+    assert out["groundedness_reason"] == "The rates say $15 flat."
+    # touchstone's stricter reading beside it
+    assert out["groundedness_turns_min"] == 1.0 and out["groundedness_all_turns_passed"] is False
     per_turn = out["evaluation_per_turn"]
-    assert per_turn["groundedness"] == [5, 1]
+    assert per_turn["groundedness"] == [5.0, 1.0]
     assert per_turn["groundedness_result"] == ["pass", "fail"]
     assert per_turn["groundedness_reason"] == ["Matches the policy.", "The rates say $15 flat."]
     assert per_turn["groundedness_properties"][1]["ungrounded_facts"][0]["problem"] == "contradicts"
     props = out["groundedness_properties"]
-    assert props["aggregation"] == "min" and props["turns"] == 2 and props["prompt"] == "groundedness_chat"
+    assert props["aggregation"] == "mean" and props["turns"] == 2 and props["prompt"] == "groundedness_chat"
+    assert props["conversation_mode"] == "history"
 
 
 @pytest.mark.parametrize(("how", "expected"), [("min", 2), ("mean", 3.5), ("max", 5)])
@@ -153,9 +164,10 @@ def test_aggregation_is_selectable(
 ) -> None:
     by_turn(fake_openai, {"5-7 business days": {"ungrounded_facts": [], "reason": "a", "score": 5},
                           "free on every order": {"ungrounded_facts": [], "reason": "b", "score": 2}})
-    out = GroundednessEvaluator(judge_config, conversation_aggregation=how)(conversation=CHAT)
+    ev = GroundednessEvaluator(judge_config, conversation_aggregation=how, conversation_mode="history")
+    out = ev(conversation=CHAT)
     assert out["groundedness"] == expected
-    assert out["groundedness_result"] == ("pass" if expected >= 3 else "fail")
+    assert out["groundedness_result"] == "fail"  # the last turn's, whatever the aggregation
 
 
 def test_relevance_reference_answer_and_domain(
@@ -178,7 +190,8 @@ def test_relevance_reference_answer_and_domain(
             },
         },
     )
-    out = RelevanceEvaluator(judge_config, domain="outdoor retail")(conversation=CHAT)
+    ev = RelevanceEvaluator(judge_config, domain="outdoor retail", conversation_mode="history")
+    out = ev(conversation=CHAT)
     assert "working in the domain of outdoor retail" in seen[0].messages[0]["content"]
     schema = seen[0].json_schema
     assert schema is not None and list(schema["properties"]) == [
@@ -209,7 +222,7 @@ def test_relevance_is_5_when_no_relevant_document(
             }
         },
     )
-    out = RelevanceEvaluator(judge_config)(conversation=CHAT)
+    out = RelevanceEvaluator(judge_config, conversation_mode="history")(conversation=CHAT)
     assert out["evaluation_per_turn"]["relevance"] == [5, 5]
     props = out["evaluation_per_turn"]["relevance_properties"][0]
     assert props["judge_score"] == 2 and props["score_mode"] == "rule"
@@ -224,7 +237,7 @@ def test_relevance_with_no_documents_needs_no_call(
             {"role": "assistant", "content": "Hello! How can I help?"},
         ]
     }
-    out = RelevanceEvaluator(judge_config)(conversation=chat)
+    out = RelevanceEvaluator(judge_config, conversation_mode="history")(conversation=chat)
     assert out["relevance"] == 5 and fake_openai.count == 0
     assert "no reference answer" in out["relevance_reason"]
 
@@ -237,11 +250,13 @@ def test_relevance_with_ground_truth(fake_openai: FakeOpenAIServer, judge_config
             {"role": "assistant", "content": "Free.", "ground_truth": "$15 flat; free over $200."},
         ]
     }
-    out = RelevanceEvaluator(judge_config)(conversation=chat)
+    out = RelevanceEvaluator(judge_config, conversation_mode="history")(conversation=chat)
     assert blocks(seen[0].last_user)["ground_truth"] == "$15 flat; free over $200."
     assert "GROUND-TRUTH" in seen[0].messages[0]["content"]
     assert out["relevance"] == 1
-    assert out["evaluation_per_turn"]["relevance_properties"][0]["prompt"] == "relevance_ground_truth"
+    # one exchange: its outputs as they are (no evaluation_per_turn), as the SDK returns them
+    assert "evaluation_per_turn" not in out
+    assert out["relevance_properties"]["prompt"] == "relevance_ground_truth"
 
 
 @pytest.mark.parametrize("cls", [CoherenceEvaluator, FluencyEvaluator])
@@ -249,7 +264,7 @@ def test_coherence_and_fluency_take_history(
     fake_openai: FakeOpenAIServer, judge_config: dict[str, str], cls: Any
 ) -> None:
     seen = by_turn(fake_openai, {"5-7": {"reason": "a", "score": 4}, "free on": {"reason": "b", "score": 5}})
-    out = cls(judge_config)(conversation=CHAT)
+    out = cls(judge_config, conversation_mode="history")(conversation=CHAT)
     m = cls.metric
     assert out[m] == pytest.approx(4.5) and out["evaluation_per_turn"][m] == [4, 5]
     second = next(r for r in seen if "free on" in r.last_user)
@@ -278,11 +293,12 @@ def test_retrieval_metrics_per_turn(fake_openai: FakeOpenAIServer, judge_config:
         )
 
     fake_openai.handler = handler
-    out = RetrievalScoreEvaluator(judge_config, conversation_aggregation="min")(conversation=CHAT)
+    ev = RetrievalScoreEvaluator(judge_config, conversation_aggregation="min", conversation_mode="history")
+    out = ev(conversation=CHAT)
     assert out["evaluation_per_turn"]["retrieval_score"] == [5.0, 1.0]
     assert out["evaluation_per_turn"]["retrieval_coverage"] == [1.0, 0.0]
     assert out["retrieval_score"] == 1.0 and out["retrieval_coverage"] == 0.0
-    out = RetrievalEvaluator(judge_config)(conversation=CHAT)
+    out = RetrievalEvaluator(judge_config, conversation_mode="history")(conversation=CHAT)
     assert out["retrieval"] == 3 and out["evaluation_per_turn"]["retrieval"] == [4, 2]
 
 
@@ -291,7 +307,7 @@ def test_a_failed_turn_fails_the_conversation_and_keeps_the_others(
 ) -> None:
     by_turn(fake_openai, {"5-7 business days": {"ungrounded_facts": [], "reason": "fine", "score": 5},
                           "free on every order": "I refuse to grade this."})
-    ev = GroundednessEvaluator(judge_config)
+    ev = GroundednessEvaluator(judge_config, conversation_mode="history")
     out = asyncio.run(ev.ascore({"conversation": CHAT}))
     assert "groundedness" not in out
     assert (
@@ -316,11 +332,196 @@ def test_conversation_rows_through_evaluate(
         CHAT,
         {"query": "Q?", "context": "Canada takes 5-7 business days.", "response": "5-7 business days"},
     ]
-    result = evaluate(data=rows, evaluators={"groundedness": GroundednessEvaluator(judge_config)},
-                      store=tmp_path / "runs.db", output_path=tmp_path / "out")
+    ev = GroundednessEvaluator(judge_config, conversation_mode="history")
+    result = evaluate(data=rows, evaluators={"groundedness": ev}, store=tmp_path / "runs.db",
+                      output_path=tmp_path / "out")
     r0, r1 = result["rows"]
-    assert r0["outputs.groundedness.groundedness"] == 3
-    assert r0["outputs.groundedness.evaluation_per_turn"]["groundedness"] == [5, 3]
+    assert r0["outputs.groundedness.groundedness"] == 4.0
+    assert r0["outputs.groundedness.evaluation_per_turn.groundedness"] == [5, 3]  # flattened, as the SDK
     assert r1["outputs.groundedness.groundedness"] == 5
-    assert result["metrics"]["groundedness.groundedness"] == 4
+    assert result["metrics"]["groundedness.groundedness"] == 4.5
     assert (tmp_path / "out" / "rows.jsonl").exists()
+
+
+# ---------------------------------------------------------------------------- the SDK's exchanges (default)
+RAG_CHAT: dict[str, Any] = {
+    "context": "Store hours: 9am to 6pm.",
+    "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "When do you open?", "context": "user-attached page"},
+        {"role": "assistant", "content": "At 9am.", "context": "Opening: 9am."},
+        {"role": "user", "content": "Returns after 40 days?"},
+        {"role": "assistant", "content": "Any time at all."},
+    ],
+}
+
+
+def test_exchange_inputs_pair_the_ith_user_with_the_ith_assistant() -> None:
+    names = frozenset({"query", "response", "context"})
+    rows = exchange_inputs(RAG_CHAT, names)
+    assert [r["query"] for r in rows] == ["When do you open?", "Returns after 40 days?"]
+    assert rows[0]["context"] == str(
+        {"global_context": "Store hours: 9am to 6pm.", "query_context": "user-attached page",
+         "response_context": "Opening: 9am."}
+    )
+    assert rows[1]["context"] == str({"global_context": "Store hours: 9am to 6pm."})
+    # a metric that reads no response gets no response context (the SDK's retrieval)
+    retrieval_rows = exchange_inputs(RAG_CHAT, frozenset({"query", "context"}))
+    assert "response" not in retrieval_rows[0] and "response_context" not in retrieval_rows[0]["context"]
+    # pairs by order, not by adjacency: an assistant speaking first answers nothing of its own
+    odd = {"messages": [{"role": "assistant", "content": "Welcome"}, {"role": "user", "content": "Hi"},
+                        {"role": "assistant", "content": "Yes?"}]}
+    assert exchange_inputs(odd, frozenset({"query", "response"})) == [{"query": "Hi", "response": "Welcome"}]
+    assert exchange_inputs(RAG_CHAT, names, last_turn=True)[0]["response"] == "Any time at all."
+    with_truth = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "r"}]}
+    assert exchange_inputs(with_truth, frozenset({"response", "ground_truth"})) == [
+        {"response": "r", "ground_truth": ""}
+    ]
+
+
+def test_turn_input_names_follow_the_metric_inputs(judge_config: dict[str, str]) -> None:
+    assert turn_input_names(GroundednessEvaluator(judge_config)) == {"query", "response", "context"}
+    assert turn_input_names(RelevanceEvaluator(judge_config)) == {"query", "response"}
+    assert turn_input_names(FluencyEvaluator(judge_config)) == {"response"}
+    assert turn_input_names(RetrievalEvaluator(judge_config)) == {"query", "context"}
+
+
+def test_combine_outputs_as_the_sdk() -> None:
+    turns = [
+        {"m": 5.0, "m_passed": True, "m_result": "pass", "m_threshold": 3, "m_properties": {"a": 1},
+         "m_prompt_tokens": 7, "m_model": "x"},
+        {"m": 2.0, "m_passed": False, "m_result": "fail", "m_threshold": 3, "m_properties": {"a": 2},
+         "m_prompt_tokens": 9, "m_model": "x"},
+    ]
+    out = combine_outputs(turns)
+    assert out["m"] == 3.5 and out["m_passed"] == 0.5 and isinstance(out["m_threshold"], float)
+    assert out["m_result"] == "fail" and out["m_properties"] == {"a": 2}
+    assert out["m_prompt_tokens"] == 8.0  # a number: aggregated like any other
+    assert "m_model" not in out and out["evaluation_per_turn"]["m_model"] == ["x", "x"]
+    assert combine_outputs(turns, "max")["m_threshold"] == 3 and combine_outputs(turns, "min")["m"] == 2.0
+
+
+def _marker_judge(fake: FakeOpenAIServer) -> list[FakeRequest]:
+    """Score each request by the last ``[J<n>]`` marker in its prompt (4 without one)."""
+    seen: list[FakeRequest] = []
+
+    def handler(req: FakeRequest) -> str:
+        seen.append(req)
+        found = re.findall(r"\[J(\d)\]", req.last_user)
+        return json.dumps({"reason": f"judged {found[-1] if found else 'none'}",
+                           "score": int(found[-1]) if found else 4})
+
+    fake.handler = handler
+    return seen
+
+
+MARKED: dict[str, Any] = {
+    "messages": [
+        {"role": "user", "content": "Boiling point of water?"},
+        {"role": "assistant", "content": "100 C at sea level. [J5]", "context": "Water boils at 100 C."},
+        {"role": "user", "content": "Freezing point?"},
+        {"role": "assistant", "content": "10 C. [J2]", "context": "Water freezes at 0 C."},
+    ]
+}
+
+
+def test_groundedness_conversation_mean_and_strict_keys(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
+) -> None:
+    seen = _marker_judge(fake_openai)
+    ev = GroundednessEvaluator(judge_config)
+    outcome = asyncio.run(ev.ascore({"conversation": MARKED}))
+    out = dict(outcome)
+    assert len(seen) == 2 and all("history" not in blocks(r.last_user) for r in seen)
+    first = next(r for r in seen if "[J5]" in r.last_user)
+    assert "'response_context': 'Water boils at 100 C.'" in blocks(first.last_user)["context"]
+    assert out["groundedness"] == 3.5 and out["groundedness_score"] == 3.5
+    assert out["groundedness_passed"] == 0.5 and out["groundedness_threshold"] == 3.0
+    assert out["groundedness_result"] == "fail" and out["groundedness_reason"] == "judged 2"
+    assert out["groundedness_status"] == "completed"
+    per_turn = out["evaluation_per_turn"]
+    assert per_turn["groundedness"] == [5.0, 2.0] and per_turn["groundedness_threshold"] == [3, 3]
+    assert per_turn["groundedness_passed"] == [True, False]
+    assert out["groundedness_properties"]["turns"] == 2
+    assert "prompt_tokens" in out["groundedness_properties"]
+    # touchstone's stricter reading, as extra keys and a secondary Score
+    assert out["groundedness_turns_min"] == 2.0 and out["groundedness_all_turns_passed"] is False
+    main = outcome.scores[0]
+    assert main.value == 3.5 and main.passed is False and main.reason == "judged 2"
+    strict = outcome.score("groundedness_turns_min")
+    assert strict is not None and strict.value == 2.0 and strict.passed is False
+    # the stricter reading as the main score, by option
+    out = GroundednessEvaluator(judge_config, conversation_aggregation="min")(conversation=MARKED)
+    assert out["groundedness"] == 2.0 and out["groundedness_passed"] is False
+
+
+def test_relevance_conversation_judges_each_exchange_without_context(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
+) -> None:
+    seen = _marker_judge(fake_openai)
+    chat = {"messages": [{"role": "user", "content": "A book about space?"},
+                         {"role": "assistant", "content": "Cosmos. [J4]"},
+                         {"role": "user", "content": "Shorter?"},
+                         {"role": "assistant", "content": "I like pasta. [J1]"}]}
+    out = RelevanceEvaluator(judge_config)(conversation=chat)
+    assert len(seen) == 2  # judged, never a fixed 5
+    assert out["evaluation_per_turn"]["relevance"] == [4.0, 1.0] and out["relevance"] == 2.5
+    assert out["relevance_passed"] == 0.5 and out["relevance_result"] == "fail"
+
+
+def test_retrieval_conversation_judges_the_query_with_the_global_context(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
+) -> None:
+    def handler(req: FakeRequest) -> str:
+        docs = blocks(req.last_user)["documents"]
+        score = 5 if "Store hours" in docs and "Opening: 9am" not in docs else 1
+        return json.dumps({"documents": [], "intent": "i", "thought_chain": "Let's think step by step.",
+                           "reason": "r", "score": score})
+
+    fake_openai.handler = handler
+    out = RetrievalEvaluator(judge_config)(conversation=RAG_CHAT)
+    assert out["evaluation_per_turn"]["retrieval"] == [5.0, 5.0]
+    assert out["retrieval_properties"]["thought_chain"] == "Let's think step by step."
+    assert all(p["thought_chain"] for p in out["evaluation_per_turn"]["retrieval_properties"])
+
+
+def test_one_exchange_is_returned_as_it_is_and_none_gives_an_empty_dict(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
+) -> None:
+    _marker_judge(fake_openai)
+    one = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello. [J2]"}]}
+    out = CoherenceEvaluator(judge_config)(conversation=one)
+    assert "evaluation_per_turn" not in out
+    assert out["coherence"] == 2.0 and out["coherence_passed"] is False and out["coherence_threshold"] == 3
+    ev = CoherenceEvaluator(judge_config)
+    assert ev(conversation={"messages": [{"role": "user", "content": "Hello?"}]}) == {}
+    outcome = asyncio.run(ev.ascore({"conversation": {"messages": [{"role": "user", "content": "Hello?"}]}}))
+    assert not outcome.failed and outcome.scores[0].value is None
+    assert outcome.scores[0].label == "not_applicable"
+
+
+def test_eval_last_turn_and_mode_options(fake_openai: FakeOpenAIServer, judge_config: dict[str, str]) -> None:
+    seen = _marker_judge(fake_openai)
+    out = FluencyEvaluator(judge_config, eval_last_turn=True)(conversation=MARKED)
+    assert len(seen) == 1 and out["fluency"] == 2.0 and "evaluation_per_turn" not in out
+    with pytest.raises(ConfigurationError, match="conversation_mode"):
+        FluencyEvaluator(judge_config, conversation_mode="turns")
+    assert FluencyEvaluator(judge_config).options()["conversation_mode"] == "sdk"
+
+
+def test_a_conversation_with_single_row_inputs_is_rejected(judge_config: dict[str, str]) -> None:
+    with pytest.raises(InputValidationError, match="cannot be given together"):
+        RelevanceEvaluator(judge_config)(conversation=MARKED, query="Hi")
+
+
+def test_a_failed_exchange_fails_the_conversation(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
+) -> None:
+    def handler(req: FakeRequest) -> str:
+        second = any("10 C" in str(m["content"]) for m in req.messages)  # the repair request too
+        return "I will not grade this." if second else json.dumps({"reason": "ok", "score": 5})
+
+    fake_openai.handler = handler
+    out = asyncio.run(CoherenceEvaluator(judge_config).ascore({"conversation": MARKED}))
+    assert out.failed and out["coherence_error"].startswith("turn 2 of 2: ")
+    assert out["evaluation_per_turn"]["coherence"] == [5.0, None]

@@ -123,7 +123,8 @@ def check_conversation(value: Any) -> str | None:
     messages = value.get("messages")
     if not isinstance(messages, list) or not messages:
         return f'expected "messages" to be a non-empty list, {_got(messages)}'
-    has_assistant = False
+    # A conversation without an assistant message is accepted, as the compatible SDK accepts it: it has
+    # nothing to judge, so its metrics give no value (evaluators/conversation.py).
     for i, msg in enumerate(messages):
         if not isinstance(msg, Mapping):
             return f"expected message {i + 1} to be an object, {_got(msg)}"
@@ -136,9 +137,6 @@ def check_conversation(value: Any) -> str | None:
             err = _check_context(msg["context"])
             if err:
                 return f"message {i + 1} context: {err}"
-        has_assistant = has_assistant or role == "assistant"
-    if not has_assistant:
-        return "expected at least one assistant turn, found none"
     if value.get("context") is not None:
         err = _check_context(value["context"])
         if err:

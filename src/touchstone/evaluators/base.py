@@ -137,8 +137,9 @@ overhead); a hint for the engine's chunking."""
 
 
 def _no_messages(value: Any) -> bool:
-    """A conversation without messages counts as a missing input (as the SDK counts it)."""
-    return isinstance(value, Mapping) and "messages" in value and not value["messages"]
+    """A conversation without messages, or an empty one, counts as a missing input (as the SDK counts
+    it)."""
+    return isinstance(value, Mapping) and (not value or ("messages" in value and not value["messages"]))
 
 
 def describe_exception(exc: BaseException) -> str:

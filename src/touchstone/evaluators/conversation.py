@@ -1,35 +1,73 @@
-"""Conversations (SPEC 2.2, 3.2): splitting into assistant turns, and aggregating per-turn scores.
+"""Conversations (SPEC 2.2, 3.2): which exchanges of a chat are judged, and how their outputs combine.
 
-Each assistant turn is judged with the history before it, the user message(s) it answers and the
-documents retrieved for it (its own ``context``, then the conversation's global ``context``). The
-output has the conversation's aggregate under the usual keys and, as the compatible SDK does, every
-per-turn output under ``evaluation_per_turn`` (``{key: [value per turn]}``). When a turn cannot be
-scored the conversation has no honest aggregate: the row gets ``m_error`` naming the turn, and the
-turns that did score stay visible in ``evaluation_per_turn``.
+Two ways of judging a conversation, chosen by the judge evaluator's ``conversation_mode``:
+
+- ``"sdk"`` (the default), as the compatible SDK (azure-ai-evaluation 1.18) does it: the i-th user
+  message is paired with the i-th assistant message (roles other than these two are ignored; with
+  ``eval_last_turn`` only the last two messages are read), and each pair is scored exactly as a
+  single row with the metric's own inputs -- ``query`` (the user's text), ``response`` (the
+  assistant's), ``ground_truth`` (the assistant message's) and ``context``, the text of a mapping of
+  the conversation's ``global_context``, the user message's ``query_context`` (when the metric reads
+  a query) and the assistant message's ``response_context`` (when it reads a response).
+- ``"history"``, touchstone's RAG-chat judging (SPEC 3.2): each assistant turn with the history
+  before it, the user message(s) it answers and the documents retrieved for it, with the metric's
+  conversation prompt (``_turn``).
+
+Either way the outputs combine as the SDK combines them: one exchange gives that exchange's outputs
+as they are; several give every per-turn output under ``evaluation_per_turn`` (``{key: [value per
+turn]}``), each key whose per-turn values are all numbers (booleans included: ``m_passed`` becomes
+the share of passing turns) aggregated -- the mean by default, ``conversation_aggregation`` ``"min"``
+or ``"max"`` otherwise -- and every other key (``m_result``, ``m_reason``, ``m_status``,
+``m_properties``) taken from the last turn. No exchange at all gives an empty dict.
+
+touchstone adds ``m_turns_min`` (the lowest turn's score) and ``m_all_turns_passed`` (whether every
+turn passed): a conversation is grounded only if all its replies are. They are a secondary Score, so
+the summary reports their mean and pass rate beside the SDK's aggregate. The main Score holds the
+SDK's values: ``m``, ``m_reason``, and ``passed`` as ``m_result`` says.
+
+When a turn cannot be scored the conversation has no honest aggregate: the row gets ``m_error``
+naming the turn, and the turns that did score stay visible in ``evaluation_per_turn``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from touchstone.data.kinds import context_documents
-from touchstone.errors import RunAbortedError
+from touchstone.errors import InputValidationError, Problem, RunAbortedError
 from touchstone.evaluators.base import Evaluator, Outputs
-from touchstone.scores import ErrorKind
+from touchstone.scores import ErrorKind, Outcome, Score
 
 if TYPE_CHECKING:
     # judging imports this module to score conversations; the evaluator type is named here only
     # for the checker, so there is no import cycle at run time.
     from touchstone.evaluators.judging import JudgeEvaluator
 
+CONVERSATION_MODES = ("sdk", "history")
+"""``conversation_mode`` values: the SDK's pairs scored as single rows, or touchstone's turns with history."""
+
+TURN_INPUTS = ("query", "response", "context", "ground_truth")
+"""The single-row inputs an exchange of a conversation can give a metric."""
+
+NOT_PROMOTED = (
+    "_total_tokens",
+    "_prompt_tokens",
+    "_completion_tokens",
+    "_finish_reason",
+    "_sample_input",
+    "_sample_output",
+    "_model",
+    "_details",
+)
+"""Per-turn keys with a non-numeric value that the SDK does not repeat at the top of the outputs."""
+
 
 @dataclass
 class Turn:
-    """One assistant turn and what it is judged with."""
+    """One assistant turn and what it is judged with (``conversation_mode="history"``)."""
 
     index: int
     """1-based number of the assistant turn."""
@@ -54,7 +92,8 @@ def _documents(value: Any, default_prefix: str) -> list[dict[str, Any]]:
 
 
 def split_turns(conversation: Mapping[str, Any]) -> list[Turn]:
-    """The assistant turns of ``conversation`` (``{"messages": [...], "context"?: ...}``).
+    """The assistant turns of ``conversation`` (``{"messages": [...], "context"?: ...}``), for
+    ``conversation_mode="history"``.
 
     A turn's query is the user message(s) since the previous assistant turn (None when the assistant
     speaks first); its history is every message before those; its documents are the ones attached to
@@ -97,36 +136,125 @@ def split_turns(conversation: Mapping[str, Any]) -> list[Turn]:
     return turns
 
 
-def aggregate_scores(scores: Sequence[float], how: str) -> tuple[float, int]:
-    """The aggregate of per-turn scores and the 0-based turn it comes from (for min/max; for mean,
-    the lowest turn, whose reason is the most informative)."""
-    if how == "max":
-        i = max(range(len(scores)), key=lambda k: scores[k])
-        return scores[i], i
-    low = min(range(len(scores)), key=lambda k: scores[k])
+def turn_input_names(evaluator: Evaluator) -> frozenset[str]:
+    """The single-row inputs a metric reads (every input of its modes other than ``conversation``,
+    among :data:`TURN_INPUTS`): what each exchange of a conversation gives it in ``"sdk"`` mode."""
+    names: set[str] = set()
+    for mode in evaluator.required_modes():
+        if "conversation" not in mode:
+            names.update(mode)
+    return frozenset(names) & frozenset(TURN_INPUTS)
+
+
+def exchange_inputs(
+    conversation: Mapping[str, Any], names: frozenset[str], *, last_turn: bool = False
+) -> list[dict[str, Any]]:
+    """The single-row inputs of each exchange of ``conversation``, as the compatible SDK derives them:
+    the i-th user message with the i-th assistant message; ``context`` is the text (Python's ``str``)
+    of ``{"global_context", "query_context", "response_context"}``, each present when non-empty and
+    read (the query's context only when the metric reads ``query``, the response's when it reads
+    ``response``). ``last_turn``: only the last two messages."""
+    messages = [m for m in conversation.get("messages") or [] if isinstance(m, Mapping)]
+    if last_turn and len(messages) > 1:
+        messages = messages[-2:]
+    users = [m for m in messages if m.get("role") == "user"]
+    assistants = [m for m in messages if m.get("role") == "assistant"]
+    global_context = conversation.get("context")
+    rows: list[dict[str, Any]] = []
+    for user, assistant in zip(users, assistants, strict=False):
+        row: dict[str, Any] = {}
+        if "query" in names:
+            row["query"] = user.get("content", "")
+        if "response" in names:
+            row["response"] = assistant.get("content", "")
+        if "context" in names:
+            context: dict[str, Any] = {}
+            if global_context:
+                context["global_context"] = global_context
+            if user.get("context") and "query" in names:
+                context["query_context"] = user["context"]
+            if assistant.get("context") and "response" in names:
+                context["response_context"] = assistant["context"]
+            row["context"] = str(context)
+        if "ground_truth" in names:
+            row["ground_truth"] = assistant.get("ground_truth", "")
+        rows.append(row)
+    return rows
+
+
+def aggregator(how: str) -> Callable[[list[Any]], Any]:
+    """The function applied to a key's per-turn numbers: the SDK's mean (a float, ``sum / n``, so
+    booleans give the share of True), or ``min`` / ``max`` (the value as it is)."""
     if how == "min":
-        return scores[low], low
-    return statistics.fmean(scores), low
+        return min
+    if how == "max":
+        return max
+    return lambda values: sum(values) / len(values)
 
 
-def per_turn_columns(outputs: Sequence[Outputs]) -> dict[str, list[Any]]:
-    """``{key: [value for each turn]}`` over the keys any turn has (None where a turn lacks one)."""
-    keys: list[str] = []
-    for out in outputs:
-        for k in out:
-            if k not in keys:
-                keys.append(k)
-    return {k: [out.get(k) for out in outputs] for k in keys}
+def per_turn_columns(outs: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """``{key: [value for each turn]}`` over the keys any turn has, None where a turn lacks one (the
+    SDK's turns all have the same keys; a failed or skipped turn here may not, and the lists stay
+    aligned with the turns)."""
+    keys: dict[str, None] = {}
+    for out in outs:
+        keys.update(dict.fromkeys(out))
+    return {k: [out.get(k) for out in outs] for k in keys}
 
 
-async def score_conversation(evaluator: JudgeEvaluator, conversation: Mapping[str, Any]) -> Outputs:
-    """Judge every assistant turn (concurrently) and aggregate with the evaluator's
-    ``conversation_aggregation`` (min, mean or max)."""
-    turns = split_turns(conversation)
-    if not turns:
-        return evaluator.failure("the conversation has no assistant turn")
-    outs = await gather_outputs(evaluator, [evaluator._turn(t) for t in turns])
+def combine_outputs(outs: Sequence[Mapping[str, Any]], how: str = "mean") -> dict[str, Any]:
+    """The SDK's combination of per-turn outputs: numeric keys aggregated, other keys from the last
+    turn (except the per-call metadata keys of :data:`NOT_PROMOTED`), and ``evaluation_per_turn``."""
+    per_turn = per_turn_columns(outs)
+    fn = aggregator(how)
+    combined: dict[str, Any] = {}
+    for key, values in per_turn.items():
+        if all(isinstance(v, (int, float)) for v in values):
+            combined[key] = fn(values)
+        elif key and not key.endswith(NOT_PROMOTED) and values:
+            combined[key] = values[-1]
+    combined["evaluation_per_turn"] = per_turn
+    return combined
+
+
+def check_not_mixed(evaluator: Evaluator, others: Mapping[str, Any]) -> None:
+    """The SDK's rule: a conversation and single-row inputs are not given together."""
+    given = sorted(k for k, v in others.items() if k != "conversation" and v)
+    if given:
+        raise InputValidationError(
+            [Problem(evaluator.metric, None, given[0],
+                     "a conversation and single-row inputs cannot be given together; pass one or the other")]
+        )
+
+
+async def score_conversation(
+    evaluator: JudgeEvaluator, conversation: Mapping[str, Any], others: Mapping[str, Any] | None = None
+) -> Outputs:
+    """Judge every exchange of ``conversation`` (concurrently) as ``evaluator.conversation_mode`` says
+    and combine the outputs as the SDK does (see the module's description)."""
+    check_not_mixed(evaluator, others or {})
+    last_only = bool(getattr(evaluator, "eval_last_turn", False))
+    if getattr(evaluator, "conversation_mode", "sdk") == "history":
+        turns = split_turns(conversation)
+        if last_only:
+            turns = turns[-1:]
+        coros = [evaluator._turn(t) for t in turns]
+    else:
+        rows = exchange_inputs(conversation, turn_input_names(evaluator), last_turn=last_only)
+        coros = [evaluator._single(**row) for row in rows]
+    if not coros:
+        return no_exchange(evaluator)
+    outs = await gather_outputs(evaluator, coros)
     return combine_turns(evaluator, outs)
+
+
+def no_exchange(evaluator: Evaluator) -> Outcome:
+    """A conversation without a user/assistant exchange: the SDK returns an empty dict; the Score
+    says there was nothing to judge (no value, not a failure)."""
+    info = evaluator.info
+    reason = "Not applicable: the conversation has no user message paired with an assistant message."
+    nothing = Score(info.key, None, label="not_applicable", reason=reason, threshold=evaluator.threshold)
+    return Outcome([nothing])
 
 
 async def gather_outputs(evaluator: Evaluator, coros: Sequence[Any]) -> list[Outputs]:
@@ -142,57 +270,77 @@ async def gather_outputs(evaluator: Evaluator, coros: Sequence[Any]) -> list[Out
                 raise r
             outs.append(evaluator.failure(r))
         else:
-            outs.append(r)
+            outs.append(evaluator.as_outcome(r))
     return outs
 
 
+def _number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+        return float(value)
+    return None
+
+
 def combine_turns(evaluator: JudgeEvaluator, outs: Sequence[Outputs]) -> Outputs:
-    """The conversation's outputs from its turns' outputs."""
-    per_turn = per_turn_columns(outs)
-    key = evaluator.score_key
-    err_key = evaluator.error_key
-    failed = [(i, o[err_key]) for i, o in enumerate(outs) if o.get(err_key)]
+    """The conversation's Outcome from its turns' outputs: the SDK's keys (see :func:`combine_outputs`),
+    touchstone's ``m_turns_min`` / ``m_all_turns_passed``, and Scores that agree with them."""
+    info = evaluator.info
+    key, m = info.key, info.prefix
+    failed = [(i, o[evaluator.error_key]) for i, o in enumerate(outs) if o.get(evaluator.error_key)]
     if failed:
         i, cause = failed[0]
         more = f" ({len(failed)} of {len(outs)} turns failed)" if len(failed) > 1 else ""
-        result = evaluator.failure(
-            f"turn {i + 1} of {len(outs)}: {cause}{more}", kind=ErrorKind.PARTIAL.value
-        )
-        result["evaluation_per_turn"] = per_turn
+        cause_text = f"turn {i + 1} of {len(outs)}: {cause}{more}"
+        result = evaluator.failure(cause_text, kind=ErrorKind.PARTIAL.value)
+        result["evaluation_per_turn"] = per_turn_columns(outs)
         return result
-    scores = [float(o[key]) for o in outs]
     how = evaluator.conversation_aggregation
-    value, pick = aggregate_scores(scores, how)
-    if all(float(s).is_integer() for s in scores) and how != "mean":
-        value = int(value)
-    reason = outs[pick].get(f"{evaluator.prefix}_reason") or ""
-    label = {"min": "lowest", "max": "highest", "mean": "lowest"}[how]
-    prefix = (
-        f"Turn {pick + 1} of {len(outs)} ({label}"
-        + (f"; mean over {len(outs)} turns" if how == "mean" else "")
-        + "): "
+    out = dict(outs[0]) if len(outs) == 1 else combine_outputs(outs, how)
+    turn_scores = [_number(o.get(key)) for o in outs]
+    scored = [s for s in turn_scores if s is not None]
+    verdicts = [o.get(f"{m}_passed") for o in outs if isinstance(o.get(f"{m}_passed"), bool)]
+    lowest = min(scored) if scored else None
+    all_passed = all(verdicts) if verdicts else None
+    out[f"{m}_turns_min"] = lowest
+    out[f"{m}_all_turns_passed"] = all_passed
+    last_props = out.get(f"{m}_properties")
+    properties = dict(last_props) if isinstance(last_props, Mapping) else {}
+    if len(outs) > 1:
+        # the last turn's details (as the SDK), with how the conversation's values were made
+        properties.update({"turns": len(outs), "aggregation": how,
+                           "conversation_mode": getattr(evaluator, "conversation_mode", "sdk")})
+        if isinstance(last_props, Mapping):
+            out[f"{m}_properties"] = properties
+    value = _number(out.get(key))
+    verdict = out.get(f"{m}_result")
+    reason = out.get(f"{m}_reason")
+    main = Score(
+        key,
+        value,
+        label=None if value is not None else "not_applicable",
+        reason=reason if isinstance(reason, str) else None,
+        passed=(verdict == "pass") if verdict in ("pass", "fail") and value is not None else None,
+        threshold=evaluator.threshold,
+        properties=properties or None,
     )
-    properties: dict[str, Any] = {
-        "turns": len(outs),
-        "aggregation": how,
-        "aggregate_turn": pick + 1 if how != "mean" else None,
-    }
-    first_props = outs[0].get(f"{evaluator.prefix}_properties")
-    if isinstance(first_props, Mapping):
-        for k in ("prompt", "prompt_version", "prompt_hash", "judge_model"):
-            if k in first_props:
-                properties[k] = first_props[k]
-        modes = {str((o.get(f"{evaluator.prefix}_properties") or {}).get("score_mode")) for o in outs}
-        properties["score_mode"] = modes.pop() if len(modes) == 1 else "mixed"
-    own = {key, *(f"{evaluator.prefix}_{s}" for s in ("score", "passed", "result", "reason", "status",
-                                                        "threshold", "properties")), f"gpt_{key}"}
-    extra = {k: v for k, v in outs[pick].items() if k not in own and k != "evaluation_per_turn"}
-    for k, v in extra.items():
-        vals = per_turn.get(k) or []
-        if vals and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals):
-            extra[k] = aggregate_scores([float(x) for x in vals], how)[0]
-        else:
-            extra[k] = v
-    out = evaluator.result(value, reason=prefix + str(reason), properties=properties, **extra)
-    out["evaluation_per_turn"] = per_turn
-    return out
+    scores = [main]
+    if lowest is not None:
+        scores.append(Score(f"{m}_turns_min", lowest, passed=all_passed, threshold=evaluator.threshold))
+    # other numbers a metric reports per turn (a retrieval coverage...) as the SDK aggregates them
+    for name in info.secondary:
+        extra = _number(out.get(name))
+        if extra is not None:
+            scores.append(Score(name, extra))
+    return Outcome(scores, out)
+
+
+__all__ = [
+    "CONVERSATION_MODES",
+    "Turn",
+    "combine_outputs",
+    "combine_turns",
+    "exchange_inputs",
+    "per_turn_columns",
+    "score_conversation",
+    "split_turns",
+    "turn_input_names",
+]

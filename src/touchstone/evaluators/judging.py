@@ -78,6 +78,12 @@ def check_aggregation(how: str) -> Aggregation:
     return how  # type: ignore[return-value]
 
 
+def check_conversation_mode(mode: str) -> str:
+    if mode not in ("sdk", "history"):
+        raise ConfigurationError(f"conversation_mode must be one of sdk, history, got {mode!r}")
+    return mode
+
+
 def describe_judge(model_config: Any) -> dict[str, Any]:
     """The judge configuration without secrets (for provenance)."""
     try:
@@ -431,12 +437,17 @@ class JudgeEvaluator(Evaluator):
         threshold: float | None = None,
         score_mode: str = "sampled",
         conversation_aggregation: str | None = None,
+        conversation_mode: str = "sdk",
         credential: Any = None,
         is_reasoning_model: bool | None = None,
         **sdk_options: Any,
     ) -> None:
         check_options(type(self).__name__, sdk_options, (*self.option_names(), *SDK_ONLY_OPTIONS))
         super().__init__(threshold=threshold)
+        # conversations (evaluators/conversation.py): the SDK's pairs or touchstone's turns with history,
+        # and the SDK's option to judge only the last exchange
+        self.conversation_mode: str = check_conversation_mode(conversation_mode)
+        self.eval_last_turn: bool = bool(sdk_options.get("eval_last_turn", False))
         # The SDK reports the threshold as the user gave it (an int by default: 3); comparisons and
         # the typed Scores use the float in ``self.threshold``.
         self.sdk_threshold: float | None = (
@@ -510,6 +521,8 @@ class JudgeEvaluator(Evaluator):
             **super().options(),
             "score_mode": self.score_mode,
             "conversation_aggregation": self.conversation_aggregation,
+            "conversation_mode": self.conversation_mode,
+            "eval_last_turn": self.eval_last_turn,
             "judge": describe_judge(self.model_config),
             "prompts": {p.name: {"version": p.version, "hash": p.hash} for p in self.prompts()},
         }
@@ -572,7 +585,7 @@ class JudgeEvaluator(Evaluator):
         if conversation is not None:
             from touchstone.evaluators.conversation import score_conversation
 
-            return await score_conversation(self, conversation)
+            return await score_conversation(self, conversation, inputs)
         return await self._single(**inputs)
 
     async def _single(self, **inputs: Any) -> Outputs:

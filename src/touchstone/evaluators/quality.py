@@ -25,7 +25,7 @@ from touchstone.evaluators.agent.messages import (
 )
 from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
 from touchstone.evaluators.conversation import Turn
-from touchstone.evaluators.judging import Aggregation, JudgeEvaluator, Judgement, no_judge_error, score_schema
+from touchstone.evaluators.judging import JudgeEvaluator, Judgement, no_judge_error, score_schema
 from touchstone.evaluators.parsing import ParsedReply
 from touchstone.evaluators.prompting import PromptTemplate, format_answers, format_documents, load_prompt
 from touchstone.evaluators.registry import register
@@ -106,10 +106,13 @@ def context_block(context: Any) -> str:
 @register
 class GroundednessEvaluator(JudgeEvaluator):
     """Whether every claim in the response is supported by the context (SPEC 3.1); claims true in the
-    world but not verifiable from the context are ungrounded. With ``conversation=``, each assistant
-    turn is checked against its retrieved documents (ungrounded facts listed first) and the
-    conversation's score is the **minimum** over turns (``conversation_aggregation="mean"`` or
-    ``"max"`` to change it)."""
+    world but not verifiable from the context are ungrounded. With ``conversation=``, each exchange
+    is judged against its context and the conversation's score is the **mean** over turns, as the
+    compatible SDK reports it; ``groundedness_turns_min`` and ``groundedness_all_turns_passed`` give
+    the stricter reading (a conversation is grounded only if every turn is), and
+    ``conversation_aggregation="min"`` makes it the main score. ``conversation_mode="history"`` checks
+    each assistant turn against its retrieved documents with the history (ungrounded facts listed
+    first); see :mod:`touchstone.evaluators.conversation`."""
 
     metric = "groundedness"
     prefix = "groundedness"
@@ -117,7 +120,6 @@ class GroundednessEvaluator(JudgeEvaluator):
     inputs = (_QUERY, _RESPONSE, _CONTEXT, _CONVERSATION)
     input_modes = (("response", "context"), ("query", "response"), ("conversation",))
     description = "LLM judge: are the response's claims supported by the context (1-5)"
-    default_aggregation: ClassVar[Aggregation] = "min"
 
     def __init__(self, model_config: Any, *, threshold: float | None = 3, **kwargs: Any) -> None:
         super().__init__(model_config, threshold=threshold, **kwargs)
@@ -193,10 +195,12 @@ def _check_facts(parsed: ParsedReply) -> str | None:
 @register
 class RelevanceEvaluator(JudgeEvaluator):
     """How well the response addresses the main aspects of the query (SPEC 3.1). With
-    ``conversation=`` (SPEC 3.2): a turn whose assistant message carries ``ground_truth`` is rated
-    against it; otherwise the judge first writes a reference answer from the history, question and
-    retrieved documents alone, then rates the reply against it; a turn with no relevant document
-    retrieved is rated 5. ``domain`` names the application's field (e.g. ``"outdoor retail"``)."""
+    ``conversation=`` each exchange is judged as a query and response, as the compatible SDK does.
+    With ``conversation_mode="history"`` (SPEC 3.2): a turn whose assistant message carries
+    ``ground_truth`` is rated against it; otherwise the judge first writes a reference answer from
+    the history, question and retrieved documents alone, then rates the reply against it; a turn
+    with no relevant document retrieved is rated 5. ``domain`` names the application's field (e.g.
+    ``"outdoor retail"``)."""
 
     metric = "relevance"
     prefix = "relevance"
