@@ -20,48 +20,6 @@ from tests.compat.judge import compat_judge
 from tests.fakes.openai_server import FakeOpenAIServer
 
 KNOWN_DIFFERENCES: dict[str, str] = {
-    "coherence_conversation": (
-        "per turn (`evaluation_per_turn/coherence/N`, `coherence_score/N`) int vs SDK float, "
-        "`coherence_threshold/N` float vs SDK int, per-turn `coherence_properties/N` lack the SDK's "
-        "token/model/sample keys; `coherence_passed` bool vs SDK float (share of passing turns); "
-        "`coherence_reason` prefixed with 'Turn k of n (lowest...)' where the SDK gives the last turn's "
-        "reason verbatim; `/coherence_result` 'pass' vs SDK 'fail' (SDK: mean 3.67, but 'fail' since not "
-        "every turn passed)"
-    ),
-    "fluency_conversation": (
-        "per turn (`evaluation_per_turn/fluency/N`, `fluency_score/N`) int vs SDK float, "
-        "`fluency_threshold/N` float vs SDK int, per-turn `fluency_properties/N` lack the SDK's "
-        "token/model/sample keys; `fluency_passed` bool vs SDK float (share of passing turns); "
-        "`fluency_reason` prefixed with 'Turn k of n (lowest...)' where the SDK gives the last turn's "
-        "reason verbatim"
-    ),
-    "groundedness_conversation": (
-        "`/groundedness` int 2 (minimum of turns 5, 2) vs SDK float 3.5 (mean); per turn "
-        "(`evaluation_per_turn/groundedness/N`, `groundedness_score/N`) int vs SDK float, "
-        "`groundedness_threshold/N` float vs SDK int, per-turn `groundedness_properties/N` lack the SDK's"
-        " token/model/sample keys; `groundedness_passed` bool vs SDK float (share of passing turns); "
-        "`groundedness_reason` prefixed with 'Turn k of n (lowest...)' where the SDK gives the last "
-        "turn's reason verbatim"
-    ),
-    "relevance_conversation": (
-        "turns without context get a fixed 5 ('No documents were retrieved ... rated 5') instead of being"
-        " judged: `evaluation_per_turn/relevance` [5, 5] vs SDK [4.0, 1.0], `/relevance` 5.0 vs SDK 2.5, "
-        "`_result` 'pass' vs 'fail', `_passed` bool vs SDK float 0.5; per turn "
-        "(`evaluation_per_turn/relevance/N`, `relevance_score/N`) int vs SDK float, "
-        "`relevance_threshold/N` float vs SDK int, per-turn `relevance_properties/N` lack the SDK's "
-        "token/model/sample keys; `relevance_passed` bool vs SDK float (share of passing turns); "
-        "`relevance_reason` prefixed with 'Turn k of n (lowest...)' where the SDK gives the last turn's "
-        "reason verbatim"
-    ),
-    "retrieval_conversation": (
-        "judges each assistant turn's own context (per turn 5, 2; mean 3.5) where the SDK judges the user"
-        " turn with the conversation's global context (4.0, 4.0; 4.0); "
-        "`retrieval_properties[/N]/thought_chain` missing; per turn (`evaluation_per_turn/retrieval/N`, "
-        "`retrieval_score/N`) int vs SDK float, `retrieval_threshold/N` float vs SDK int, per-turn "
-        "`retrieval_properties/N` lack the SDK's token/model/sample keys; `retrieval_passed` bool vs SDK "
-        "float (share of passing turns); `retrieval_reason` prefixed with 'Turn k of n (lowest...)' where"
-        " the SDK gives the last turn's reason verbatim"
-    ),
 }
 """Snippet -> what differs (touchstone's value first, then the SDK's). Remove an entry when fixed."""
 
