@@ -87,7 +87,7 @@ def test_metric_catalogue_and_input_modes() -> None:
     catalogue = {info.name: info for info in metric_catalogue()}
     assert catalogue.keys() == registry.available().keys()
     assert catalogue["f1_score"].needs_judge is False and catalogue["groundedness"].needs_judge is True
-    assert catalogue["groundedness"].inputs == "response, context | conversation"  # two input modes
+    assert catalogue["groundedness"].inputs == "response, context | query, response | conversation"
     assert catalogue["f1_score"].inputs == "response, ground_truth"
     for name, cls in registry.available().items():
         assert catalogue[name].inputs == describe_inputs(cls)
