@@ -90,6 +90,8 @@ def evaluate(
     """
     if not evaluators:
         raise InputValidationError("no evaluators given; pass evaluators={'name': evaluator}")
+    if target is not None and not callable(target):
+        raise InputValidationError(f"target must be a callable, got {type(target).__name__}")
     if options.get("azure_ai_project") is not None:
         warn_nothing_uploaded()
     evs = {name: as_sdk_evaluator(ev, name) for name, ev in evaluators.items()}
