@@ -207,11 +207,13 @@ def touchstone_run(rows: list[dict[str, str]], workers: int | None) -> tuple[flo
         result = evaluate(
             data=rows,
             evaluators={
-                "f1_score": F1ScoreEvaluator(),
+                # the options of the reference loop's computations (sacrebleu BLEU, whole-text
+                # Treebank tokens, SQuAD v2's empty-answer rule), not the SDK-compatible defaults
+                "f1_score": F1ScoreEvaluator(empty_answers_agree=True),
                 "exact_match": ExactMatchEvaluator(),
-                "bleu": BleuScoreEvaluator(),
+                "bleu": BleuScoreEvaluator(implementation="sacrebleu"),
                 "rouge": RougeScoreEvaluator("rougeL"),
-                "gleu": GleuScoreEvaluator(),
+                "gleu": GleuScoreEvaluator(tokenizer="nltk"),
             },
             store=str(Path(tmp) / "runs.db"),
             workers=workers,
@@ -227,11 +229,11 @@ def per_metric_costs(rows: list[dict[str, str]]) -> dict[str, float]:
 
     costs = {}
     for name, ev in [
-        ("f1", F1ScoreEvaluator()),
+        ("f1", F1ScoreEvaluator(empty_answers_agree=True)),
         ("exact_match", ExactMatchEvaluator()),
-        ("bleu", BleuScoreEvaluator()),
+        ("bleu", BleuScoreEvaluator(implementation="sacrebleu")),
         ("rougeL", RougeScoreEvaluator("rougeL")),
-        ("gleu", GleuScoreEvaluator()),
+        ("gleu", GleuScoreEvaluator(tokenizer="nltk")),
     ]:
         ev.score_batch(rows[:10])  # imports
         started = time.perf_counter()
