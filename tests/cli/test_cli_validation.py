@@ -130,14 +130,15 @@ def test_conversation_problems(tmp_path: Path) -> None:
             return self.result(float(len(inputs["conversation"]["messages"])))  # type: ignore[index]
 
     bad_role = {"messages": [{"role": "user", "content": "hi"}, {"role": "bot", "content": "yo"}]}
-    no_assistant = {"messages": [{"role": "user", "content": "hi"}]}
+    # (a conversation without an assistant message is accepted, as the SDK accepts it: nothing to judge)
+    no_content = {"messages": [{"role": "user", "content": 5}]}
     good = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
     with pytest.raises(InputValidationError) as info:
-        evaluate(data=[good, bad_role, no_assistant], evaluators={"t": TurnCount()}, store=tmp_path / "s.db")
+        evaluate(data=[good, bad_role, no_content], evaluators={"t": TurnCount()}, store=tmp_path / "s.db")
     text = str(info.value)
     assert "row 2" not in text  # lists of dicts are numbered like lines
     assert "<list>, line 2" in text and "role" in text and "bot" in text
-    assert "<list>, line 3" in text and "no" in text and "assistant" in text
+    assert "<list>, line 3" in text and "content" in text and "string" in text
     result = evaluate(data=[good], evaluators={"t": TurnCount()}, store=tmp_path / "s.db")
     assert result["rows"][0]["outputs.t.turns"] == 2.0
 
