@@ -144,7 +144,7 @@ def client_cpu_per_call(base_url: str, transport: str, calls: int = 2000) -> dic
 
     from touchstone.judges import JudgeSettings, OpenAIModelConfiguration, get_judge_client, judge_session
 
-    cfg = OpenAIModelConfiguration("gpt-4o-mini", api_key="sk-bench", base_url=base_url)
+    cfg = OpenAIModelConfiguration(model="gpt-4o-mini", api_key="sk-bench", base_url=base_url)
 
     async def run() -> tuple[float, float]:
         async with judge_session(JudgeSettings(concurrency=CAP, cache=False, http_transport=transport)):

@@ -3,8 +3,8 @@
 
 They are ``TypedDict`` s: calling one builds a plain ``dict`` (``Message(role="user",
 content="hi")`` is ``{"role": "user", "content": "hi"}``), so they document shapes for a type
-checker and cost nothing at run time. The model configurations are dict subclasses defined in
-:mod:`touchstone.judges.config` (they also read positional arguments and hide secrets in ``repr``).
+checker and cost nothing at run time. The model configurations are defined with the judges
+(:mod:`touchstone.judges.config`), which read and check them when a judge is first used.
 """
 
 from __future__ import annotations

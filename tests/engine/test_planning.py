@@ -21,7 +21,7 @@ from touchstone.engine.planning import (
 )
 from touchstone.errors import ConfigurationError, InputValidationError, UnknownMetricError
 from touchstone.evaluators import registry
-from touchstone.judges import OpenAIModelConfiguration
+from touchstone.judges import OpenAIModelConfiguration, as_model_config
 
 JUDGE_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY",
              "AZURE_OPENAI_DEPLOYMENT", "TOUCHSTONE_JUDGE_MODEL")
@@ -54,7 +54,7 @@ def test_column_mapping_and_judge_options() -> None:
 
 def test_resolve_judge(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_judge(JudgeChoice()) is None  # nothing names a judge
-    stored = OpenAIModelConfiguration("stored-judge", base_url="http://127.0.0.1:9/v1")
+    stored = OpenAIModelConfiguration(model="stored-judge", base_url="http://127.0.0.1:9/v1")
     assert resolve_judge(JudgeChoice(), stored) is stored
     named = resolve_judge(JudgeChoice(model="other"), stored)
     assert named is not stored and named["model"] == "other"
@@ -62,7 +62,7 @@ def test_resolve_judge(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_judge(JudgeChoice())["model"] == "env-judge"
     choice = JudgeChoice(azure_endpoint="https://x.openai.azure.com", azure_deployment="d")
     azure = resolve_judge(choice, stored)
-    assert type(azure).__name__ == "AzureOpenAIModelConfiguration"
+    assert as_model_config(azure).provider == "azure_openai"
 
 
 def test_stored_run_settings_and_resume_plan(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from touchstone import RunStore
 from touchstone.errors import ConfigurationError, RunAbortedError
 from touchstone.evaluators.registry import create
 from touchstone.judges import AzureOpenAIModelConfiguration, JudgeSettings, get_judge_client, judge_session
+from touchstone.judges.config import public_config
 
 TOKEN = "tok-entra-4f1c9e0b7a2d55e1-SECRET"
 ENV_KEY = "azure-env-key-must-not-be-sent-0123456789"
@@ -117,9 +118,11 @@ def server(fake_openai: FakeOpenAIServer) -> FakeOpenAIServer:
 
 
 def entra(server: FakeOpenAIServer, **auth: Any) -> AzureOpenAIModelConfiguration:
-    return AzureOpenAIModelConfiguration(
-        azure_endpoint=server.endpoint, azure_deployment=DEPLOYMENT, api_version=API_VERSION, **auth
+    cfg = AzureOpenAIModelConfiguration(
+        azure_endpoint=server.endpoint, azure_deployment=DEPLOYMENT, api_version=API_VERSION
     )
+    cfg.update(auth)  # type: ignore[typeddict-item]
+    return cfg
 
 
 def auth_headers(server: FakeOpenAIServer) -> list[str | None]:
@@ -190,7 +193,7 @@ async def test_no_token_in_session_info_or_config_repr(auth: str, server: FakeOp
     final = json.dumps(session.info(), default=str)
     [model] = session.info()["models"]
     assert model["provider"] == "azure_openai" and model["model"] == DEPLOYMENT
-    for text in (live, final, repr(cfg), json.dumps(cfg.public(), default=str), repr(client)):
+    for text in (live, final, repr(cfg), json.dumps(public_config(cfg), default=str), repr(client)):
         assert TOKEN not in text
     assert server.requests[0].headers["authorization"].startswith(f"Bearer {TOKEN}")  # it was used
 

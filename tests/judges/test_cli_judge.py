@@ -75,7 +75,7 @@ def test_resume_finishes_an_interrupted_run(
         return judge_handler(request)
 
     fake_openai.handler = interrupting
-    model = OpenAIModelConfiguration("fake-judge", base_url=fake_openai.base_url)
+    model = OpenAIModelConfiguration(model="fake-judge", base_url=fake_openai.base_url)
     with pytest.raises(KeyboardInterrupt):
         evaluate(
             data=str(data),

@@ -46,7 +46,7 @@ def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 @pytest.fixture
 def cfg(fake_openai: FakeOpenAIServer) -> OpenAIModelConfiguration:
     fake_openai.handler = toy_judge_handler
-    return OpenAIModelConfiguration("fake-judge", api_key=KEY, base_url=fake_openai.base_url)
+    return OpenAIModelConfiguration(model="fake-judge", api_key=KEY, base_url=fake_openai.base_url)
 
 
 async def test_plain_call_structured_and_usage(

@@ -142,7 +142,7 @@ async def test_the_same_500_after_a_success_keeps_its_retries(fake_openai: FakeO
         return Reply(status=500, error="llama_decode returned -3")
 
     fake_openai.handler = handler
-    cfg = OpenAIModelConfiguration("fake-judge", api_key=KEY, base_url=fake_openai.base_url)
+    cfg = OpenAIModelConfiguration(model="fake-judge", api_key=KEY, base_url=fake_openai.base_url)
     async with judge_session(settings(max_retries=5)) as session:
         client = get_judge_client(cfg)
         assert parse_score(await client.chat([{"role": "user", "content": "RESPONSE: a"}]))
@@ -166,7 +166,7 @@ async def test_completions_logprobs_through_the_session(
     fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     fake_openai.faults = FaultPlan(rate=1.0, kinds=("503",), attempts=1)
-    cfg = OpenAIModelConfiguration("fake-lm", api_key=KEY, base_url=fake_openai.base_url)
+    cfg = OpenAIModelConfiguration(model="fake-lm", api_key=KEY, base_url=fake_openai.base_url)
     prompts = ["the cat sat", "on the mat", "the cat sat"]
     async with judge_session(settings(cache=True, cache_path=str(tmp_path / "c.db"))) as session:
         client = get_judge_client(cfg)
@@ -195,7 +195,7 @@ async def test_completions_without_prompt_logprobs_stop_the_run(
     # a server whose completions carry no token_logprobs: no prompt can be scored
     monkeypatch.setattr(openai_server, "text_completions",
                         lambda body: (200, b'{"choices": [{"index": 0, "text": "x"}]}', {}))
-    cfg = OpenAIModelConfiguration("fake-lm", api_key=KEY, base_url=fake_openai.base_url)
+    cfg = OpenAIModelConfiguration(model="fake-lm", api_key=KEY, base_url=fake_openai.base_url)
     async with judge_session(settings()) as session:
         with pytest.raises(RunAbortedError, match="no prompt log-probabilities"):
             await get_judge_client(cfg).completions_logprobs(["a b"])

@@ -55,7 +55,9 @@ def test_exhausted_window_pause() -> None:
 
 
 def _config(server: FakeOpenAIServer) -> OpenAIModelConfiguration:
-    return OpenAIModelConfiguration("fake-judge", api_key="sk-rate-limit-test", base_url=server.base_url)
+    return OpenAIModelConfiguration(
+        model="fake-judge", api_key="sk-rate-limit-test", base_url=server.base_url
+    )
 
 
 def _timed(server: FakeOpenAIServer, handler: Any) -> list[float]:

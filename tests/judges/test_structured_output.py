@@ -101,7 +101,7 @@ async def test_a_4xx_naming_response_format_also_falls_back(
         return toy_judge_handler(r)
 
     fake_openai.handler = handler
-    cfg = OpenAIModelConfiguration("fake-judge", api_key=KEY, base_url=fake_openai.base_url)
+    cfg = OpenAIModelConfiguration(model="fake-judge", api_key=KEY, base_url=fake_openai.base_url)
     settings = JudgeSettings(cache=False, timeout=2.0, backoff_base=0.001, backoff_max=0.01)
     async with judge_session(settings) as session:
         client = get_judge_client(cfg)

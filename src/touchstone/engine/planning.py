@@ -146,15 +146,12 @@ def _judge_from_description(described: Any) -> Any:
     """A judge configuration from the description a run stores (model, endpoint; never a key)."""
     if not (isinstance(described, dict) and described.get("model")):
         return None
-    from touchstone.judges.config import AzureOpenAIModelConfiguration, OpenAIModelConfiguration
-
+    # a model configuration dict (the SDK's shape) with the keys that were stored
     if described.get("azure_endpoint"):
-        return AzureOpenAIModelConfiguration(
-            azure_endpoint=described["azure_endpoint"],
-            azure_deployment=described["model"],
-            api_version=described.get("api_version"),
-        )
-    return OpenAIModelConfiguration(described["model"], base_url=described.get("base_url"))
+        keys = {"azure_endpoint": "azure_endpoint", "model": "azure_deployment", "api_version": "api_version"}
+    else:
+        keys = {"model": "model", "base_url": "base_url"}
+    return {name: described[key] for key, name in keys.items() if described.get(key)}
 
 
 def configured_judge(model: str | None = None, base_url: str | None = None) -> Any:

@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, TypedDict, Union
 from urllib.parse import urlsplit
 
 from touchstone._exceptions import ErrorCategory, ErrorTarget
@@ -36,52 +36,54 @@ def _config_error(message: str, category: ErrorCategory = ErrorCategory.MISSING_
 
 
 # ---------------------------------------------------------------------------- the SDK's dicts
-class _ModelConfigDict(dict[str, Any]):
-    """A model configuration as the SDK has it: a dict. ``repr`` hides secrets (a dict printed in a
-    log should not leak a key); ``json.dumps`` and item access give everything, as a dict does."""
-
-    def __repr__(self) -> str:
-        shown = ", ".join(
-            f"{k!r}: {'***' if k in _SECRET_FIELDS and v is not None else repr(v)}" for k, v in self.items()
-        )
-        return f"{type(self).__name__}({{{shown}}})"
-
-    def public(self) -> dict[str, Any]:
-        """The configuration without secrets: safe to store, log and show."""
-        return {k: v for k, v in self.items() if k not in _SECRET_FIELDS and v is not None}
-
-
-class OpenAIModelConfiguration(_ModelConfigDict):
+# TypedDicts, as in the SDK: calling one builds a plain ``dict`` (``type(cfg) is dict``), so a
+# configuration can be completed, copied, merged and serialised like any dict. Which provider a dict
+# means is read from its ``type`` key, else from its keys (see :func:`as_model_config`).
+class OpenAIModelConfiguration(TypedDict, total=False):
     """A model behind the OpenAI API or any OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI,
-    LM Studio...) reached through ``base_url``: a dict with the SDK's keys.
+    LM Studio...) reached through ``base_url``.
 
-    Keys: ``model`` (required when a judge is used), ``api_key`` (default ``$OPENAI_API_KEY``; a local
+    ``model`` (required when a judge is used), ``api_key`` (default ``$OPENAI_API_KEY``; a local
     server that needs none gets a placeholder), ``base_url`` (default ``$OPENAI_BASE_URL``, else the
     OpenAI API), ``organization``, ``extra_headers``, ``type`` (``"openai"``), and touchstone's
-    ``is_reasoning_model`` (no temperature or top_p; ``max_completion_tokens``). The model may also
-    be given as the first positional argument: ``OpenAIModelConfiguration("gpt-4o-mini")``.
+    ``is_reasoning_model`` (no temperature or top_p; ``max_completion_tokens``).
     """
 
-    def __init__(self, model: str | Mapping[str, Any] | None = None, /, **values: Any) -> None:
-        if isinstance(model, Mapping):
-            super().__init__(model, **values)
-        else:
-            super().__init__(**({"model": model} if model is not None else {}), **values)
+    type: str
+    model: str
+    api_key: str
+    base_url: str
+    organization: str
+    extra_headers: dict[str, str]
+    is_reasoning_model: bool
 
 
-class AzureOpenAIModelConfiguration(_ModelConfigDict):
-    """A deployment of Azure OpenAI: a dict with the SDK's keys.
+class AzureOpenAIModelConfiguration(TypedDict, total=False):
+    """A deployment of Azure OpenAI.
 
-    Keys: ``azure_endpoint`` (default ``$AZURE_OPENAI_ENDPOINT``), ``azure_deployment`` (default
+    ``azure_endpoint`` (default ``$AZURE_OPENAI_ENDPOINT``), ``azure_deployment`` (default
     ``$AZURE_OPENAI_DEPLOYMENT``), ``api_key`` (default ``$AZURE_OPENAI_API_KEY``), ``api_version``
     (default ``$AZURE_OPENAI_API_VERSION``, else a recent GA version), ``credential`` (an object with
-    ``get_token(scope)``, as the SDK takes), ``type`` (``"azure_openai"``), and touchstone's
+    ``get_token(scope)``, as the SDK takes), ``type`` (``"azure_openai"``; needed only when neither
+    endpoint nor deployment is given, everything coming from the environment), and touchstone's
     ``azure_ad_token_provider`` (a callable returning a bearer token, e.g. from
     ``azure.identity.get_bearer_token_provider``), ``extra_headers`` and ``is_reasoning_model``.
     """
 
-    def __init__(self, values: Mapping[str, Any] | None = None, /, **more: Any) -> None:
-        super().__init__(values or {}, **more)
+    type: str
+    azure_endpoint: str
+    azure_deployment: str
+    api_key: str
+    api_version: str
+    credential: Any
+    azure_ad_token_provider: Callable[[], Any]
+    extra_headers: dict[str, str]
+    is_reasoning_model: bool
+
+
+def public_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A configuration dict without secrets: safe to store, log and show."""
+    return {k: v for k, v in config.items() if k not in _SECRET_FIELDS and v is not None}
 
 
 # ---------------------------------------------------------------------------- resolved configurations
@@ -260,11 +262,7 @@ ModelConfigLike = Union[ModelConfiguration, Mapping[str, Any]]  # noqa: UP007
 
 
 def _config_class(value: Mapping[str, Any], kind: str) -> type[ModelConfigBase]:
-    """Which configuration a dict describes: its class, else its ``type``, else its keys."""
-    if isinstance(value, AzureOpenAIModelConfiguration):
-        return AzureOpenAIConfig
-    if isinstance(value, OpenAIModelConfiguration):
-        return OpenAIConfig
+    """Which configuration a dict describes: its ``type``, else its keys."""
     azure_keys = "azure_endpoint" in value or "azure_deployment" in value
     if kind == "azure_openai" or (kind != "openai" and azure_keys):
         return AzureOpenAIConfig
@@ -282,8 +280,8 @@ def as_model_config(value: ModelConfigLike) -> ModelConfiguration:
     """The resolved configuration of a model configuration dict (the SDK's shape) or of an already
     resolved one, checked: a :class:`~touchstone.errors.ConfigurationError` names what is missing.
 
-    A dict built by ``AzureOpenAIModelConfiguration``, or with ``type: "azure_openai"``, or with
-    ``azure_endpoint``/``azure_deployment`` is Azure OpenAI; one with ``provider_name`` an adapter;
+    A dict with ``type: "azure_openai"`` or with ``azure_endpoint``/``azure_deployment`` is Azure
+    OpenAI; one with ``provider_name`` an adapter;
     otherwise it is OpenAI(-compatible) and needs ``model``. Keys the configuration does not use are
     ignored, as the SDK ignores them."""
     if isinstance(value, (OpenAIConfig, AzureOpenAIConfig, ProviderModelConfiguration)):
@@ -320,16 +318,25 @@ def model_config_from_env(
     else ``gpt-4o-mini``) at ``base_url`` (else ``$OPENAI_BASE_URL``, else the OpenAI API). Keys the
     environment supplies at call time (API keys) are not copied in."""
     endpoint = azure_endpoint or (None if base_url else os.environ.get("AZURE_OPENAI_ENDPOINT"))
-    extra = {"is_reasoning_model": True} if is_reasoning_model else {}
     if endpoint or azure_deployment:
-        values = {
-            "azure_endpoint": endpoint,
-            "azure_deployment": azure_deployment or model or os.environ.get("AZURE_OPENAI_DEPLOYMENT"),
-            "api_version": api_version,
-        }
-        return AzureOpenAIModelConfiguration({k: v for k, v in values.items() if v}, **extra)
+        azure = AzureOpenAIModelConfiguration()
+        deployment = azure_deployment or model or os.environ.get("AZURE_OPENAI_DEPLOYMENT")
+        if endpoint:
+            azure["azure_endpoint"] = endpoint
+        if deployment:
+            azure["azure_deployment"] = deployment
+        if api_version:
+            azure["api_version"] = api_version
+        if is_reasoning_model:
+            azure["is_reasoning_model"] = True
+        return azure
     chosen = model or os.environ.get("TOUCHSTONE_JUDGE_MODEL") or "gpt-4o-mini"
-    return OpenAIModelConfiguration(chosen, **({"base_url": base_url} if base_url else {}), **extra)
+    openai = OpenAIModelConfiguration(model=chosen)
+    if base_url:
+        openai["base_url"] = base_url
+    if is_reasoning_model:
+        openai["is_reasoning_model"] = True
+    return openai
 
 
 def default_cache_path() -> Path:
