@@ -14,6 +14,7 @@ import os
 import sys
 from types import ModuleType
 
+from touchstone._exceptions import ErrorCategory
 from touchstone.errors import ConfigurationError
 
 INSTALL_HINT = "pip install 'touchstone[local]'"
@@ -41,7 +42,9 @@ def guard_forked_torch() -> None:
 
 
 class MissingDependencyError(ConfigurationError):
-    """An optional dependency of a local-model metric is not installed."""
+    """An optional dependency of a local-model metric is not installed (category ``MISSING_PACKAGE``)."""
+
+    default_category = ErrorCategory.MISSING_PACKAGE
 
 
 def _message(feature: str, missing: list[str]) -> str:
