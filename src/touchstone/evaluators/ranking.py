@@ -380,13 +380,7 @@ class DocumentRetrievalEvaluator(Evaluator):
     # ------------------------------------------------------------------ definitions
     def _labels(self, value: list[Any]) -> dict[str, int]:
         labels = relevance_labels(value)
-        for doc_id, label in labels.items():
-            if not self.ground_truth_label_min <= label <= self.ground_truth_label_max:
-                raise ValueError(
-                    f"document {doc_id!r} has query_relevance_label {label}, outside "
-                    f"[{self.ground_truth_label_min}, {self.ground_truth_label_max}] "
-                    "(set ground_truth_label_min / ground_truth_label_max)"
-                )
+        self._check_range(labels)
         return labels
 
     @staticmethod

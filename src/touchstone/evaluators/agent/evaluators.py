@@ -42,6 +42,7 @@ from touchstone.evaluators.agent.messages import (
     tool_calls_in,
 )
 from touchstone.evaluators.base import InputSpec, Outputs
+from touchstone.evaluators.conversation import NOT_PROMOTED
 from touchstone.evaluators.judging import JudgeEvaluator, ask
 from touchstone.evaluators.parsing import Scale
 from touchstone.evaluators.prompting import PromptTemplate, load_prompt
@@ -53,17 +54,6 @@ INTERMEDIATE = "Intermediate response. Please provide the agent's final response
 NO_TOOL_CALLS = "No tool calls found in response or provided tool_calls."
 NO_DEFINITIONS = "Tool definitions input is required but not provided"
 MISSING_DEFINITIONS = "Tool definitions for all tool calls must be provided."
-_NOT_PROMOTED = (
-    "_total_tokens",
-    "_prompt_tokens",
-    "_completion_tokens",
-    "_finish_reason",
-    "_sample_input",
-    "_sample_output",
-    "_model",
-    "_details",
-)
-"""Per-turn keys whose last value the SDK does not repeat at the top of a conversation's outputs."""
 
 
 @dataclass
@@ -318,7 +308,7 @@ class AgentJudgeEvaluator(JudgeEvaluator):
         for k, values in per_turn.items():
             if all(isinstance(v, (int, float)) for v in values):
                 combined[k] = self._aggregate(values)
-            elif k and not k.endswith(_NOT_PROMOTED) and values:
+            elif k and not k.endswith(NOT_PROMOTED) and values:
                 combined[k] = values[-1]
         combined["evaluation_per_turn"] = per_turn
         scores = [s.value for o in outs for s in o.scores[:1] if s.value is not None]
