@@ -320,11 +320,17 @@ def test_the_allowed_engine_module_depends_on_nothing_of_ours() -> None:
     assert [t for t, _ in _all_imports(module, _parse(module))] == []
 
 
-@pytest.mark.parametrize("name", ["touchstone.scores", "touchstone.errors"])
+@pytest.mark.parametrize("name", ["touchstone.scores", "touchstone._exceptions"])
 def test_the_foundation_modules_import_nothing_of_ours(name: str) -> None:
-    """Scores and errors are read by every layer, so they depend on none."""
+    """Scores and the exception base are read by every layer, so they depend on none."""
     module = MODULES[name]
     assert [t for t, _ in _all_imports(module, _parse(module))] == []
+
+
+def test_errors_import_only_the_exception_base() -> None:
+    """``errors`` is read by every layer too; it builds on the SDK-compatible base alone."""
+    module = MODULES["touchstone.errors"]
+    assert {t for t, _ in _all_imports(module, _parse(module))} <= {"touchstone._exceptions"}
 
 
 @pytest.mark.parametrize("source, forbidden, allowed", LAYER_RULES)
