@@ -38,7 +38,9 @@ def test_eval_writes_rows_and_summary_then_show(tmp_path: Path) -> None:
     assert all("outputs.f1_score.f1_score" in r for r in rows)
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     run_id = summary["run"]["id"]
-    assert summary["run"]["config"]["evaluators"]["f1_score"]["options"] == {"threshold": 0.5}
+    assert summary["run"]["config"]["evaluators"]["f1_score"]["options"] == {
+        "threshold": 0.5, "empty_answers_agree": False
+    }
     code, output = invoke("runs", "--store", store)
     assert code == 0 and run_id[:10] in output
     code, output = invoke("show", run_id, "--store", store, "--json")
