@@ -3,6 +3,7 @@ bad key stops the run at once, a re-run is served from the cache, nothing secret
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,27 @@ def test_authentication_error_stops_the_run(fake_openai: FakeOpenAIServer, tmp_p
         "the run was stopped" in str(v) for r in partial.rows for k, v in r.items() if k.endswith("_error")
     )
     assert KEY.encode() not in (tmp_path / "runs.db").read_bytes()
+
+
+def test_rows_scored_before_a_stop_are_all_stored(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    # Results are written in groups (at most 0.1 s late): a run that stops keeps every score it got.
+    answered = 0
+
+    def handler(request: Any) -> Reply:
+        nonlocal answered
+        if answered >= 25:
+            return Reply(status=401, error="Incorrect API key provided", error_code="invalid_api_key")
+        answered += 1
+        return toy_judge_handler(request)
+
+    fake_openai.handler = handler
+    with pytest.raises(RunAbortedError) as info:
+        run(fake_openai, tmp_path, rows(200), cache=False, concurrency=4)
+    partial = info.value.result  # type: ignore[attr-defined]
+    scored = [r for r in partial.rows if not math.isnan(r["outputs.judge.toy_judge"])]
+    store = RunStore(tmp_path / "runs.db")
+    (stored_run,) = store.list_runs()
+    assert len(scored) == 25 and store.count_scores(stored_run.id) == 25
 
 
 def test_cached_rerun_makes_no_request(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
