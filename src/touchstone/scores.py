@@ -15,10 +15,10 @@ Inspect AI's unscored samples are the models).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, TypeAlias
 
 
 class Status(str, Enum):
@@ -134,3 +134,62 @@ class Outcome(dict[str, Any]):
     def to_sdk_outputs(self) -> dict[str, Any]:
         """The compatible SDK's flat keys, as a plain dict."""
         return dict(self)
+
+
+ScoreLine: TypeAlias = tuple[str, float | None, str | None, str, str | None, int | None]
+"""One Score as the queryable columns keep it: ``(metric, value, label, status, error kind, passed)``
+(value a float, status the :class:`Status` value, passed 0/1)."""
+
+
+class StoredOutcome(Outcome):
+    """An Outcome rebuilt from its flat outputs and its Scores as :data:`ScoreLine` tuples (what a
+    worker process sends back, what the store keeps). The :class:`Score` objects are made on first
+    access of :attr:`scores`; :attr:`lines` gives the tuples to whoever needs only the values (the
+    summary), so a pooled run of 500,000 scores does not build 500,000 objects it reads once.
+
+    ``error`` is the row's error message (the flat outputs' ``<prefix>_error``), used for failed
+    lines (the typed columns keep the kind, not the message)."""
+
+    __slots__ = ("_built", "_error", "_failed", "lines")
+
+    def __init__(
+        self, outputs: Mapping[str, Any], lines: Sequence[ScoreLine], failed: bool, error: str | None = None
+    ) -> None:
+        dict.__init__(self, outputs)
+        self.lines = lines
+        self._failed = failed
+        self._error = error
+        self._built: list[Score] | None = None
+
+    @property
+    def scores(self) -> list[Score]:
+        if self._built is None:
+            self._built = [self._score(line) for line in self.lines]
+        return self._built
+
+    @scores.setter
+    def scores(self, value: list[Score]) -> None:
+        self._built = value
+
+    def _score(self, line: ScoreLine) -> Score:
+        metric, value, label, status, error_kind, passed = line
+        if status == Status.OK.value:
+            return Score(metric, value, label=label, passed=None if passed is None else bool(passed))
+        kind = error_kind or ErrorKind.COMPUTATION.value
+        return Score.failed(metric, ErrorInfo(kind, str(self._error or "failed")))
+
+    @property
+    def lines_current(self) -> bool:
+        """True while :attr:`lines` are the truth: the Score objects were never built (once built,
+        they may have been changed in place, and they are the truth)."""
+        return self._built is None
+
+    @property
+    def failed(self) -> bool:
+        if self._built is not None:
+            return any(s.status is Status.FAILED for s in self._built)
+        return self._failed
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (StoredOutcome, (dict(self), self.lines, self._failed, self._error))
+

@@ -21,20 +21,21 @@ from typing import Any, Protocol, runtime_checkable
 
 from touchstone.data.loaders import Record
 from touchstone.evaluators.base import Evaluator
-from touchstone.scores import Outcome
-from touchstone.store.base import ScoreLine, score_lines
+from touchstone.scores import Outcome, ScoreLine
+from touchstone.store.base import score_lines
 from touchstone.store.sqlite import encode_outputs
 
 Plan = tuple[tuple[str, tuple[str, ...]], ...]
 """For an evaluator whose inputs are plain columns: ``(input, candidate columns)`` lookups."""
 
-WireRow = tuple[str, bool, tuple[ScoreLine, ...]]
-"""One row's result as a worker process sends it back: the flat outputs JSON-encoded for the store,
-whether a score failed, and the Scores as :data:`~touchstone.store.base.ScoreLine` tuples. Plain
-strings and tuples: unpickling :class:`~touchstone.scores.Outcome` objects (a dict and a dataclass
-per score) cost the parent process several times more, and the parent is what limits a pooled run.
-The parent writes these to the store as they are and rebuilds each Outcome from them, the same way
-a resumed run rebuilds what it reads back from the store."""
+WireRow = tuple[str, dict[str, Any], bool, tuple[ScoreLine, ...]]
+"""One row's result as a worker process sends it back: the flat outputs JSON-encoded for the store
+and as a dict for the result (unpickling the dict costs the parent less than half of decoding the
+JSON: pickle shares the repeated key strings), whether a score failed, and the Scores as
+:data:`~touchstone.scores.ScoreLine` tuples. No :class:`~touchstone.scores.Score` objects: a
+dataclass per score cost the parent process several times more, and the parent is what limits a
+pooled run. The parent writes the store from these as they are and keeps each row as a
+:class:`~touchstone.scores.StoredOutcome`, as a resumed run keeps what it reads back."""
 
 
 @runtime_checkable
@@ -137,4 +138,4 @@ def _score_batch(ev: Evaluator, rows: list[dict[str, Any]]) -> list[Outcome]:
 def _score_indices(ev: Evaluator, plan: Plan, indices: list[int]) -> list[WireRow]:
     records = _WORKER_RECORDS
     outs = ev.score_batch([direct_inputs(plan, records[i].data) for i in indices])
-    return [(encode_outputs(out), out.failed, score_lines(out.scores)) for out in outs]
+    return [(encode_outputs(out), dict(out), out.failed, score_lines(out.scores)) for out in outs]

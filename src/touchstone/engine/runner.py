@@ -13,11 +13,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -47,10 +46,10 @@ from touchstone.errors import (
 )
 from touchstone.evaluators.base import Evaluator, EvaluatorLike, describe_exception
 from touchstone.evaluators.custom import as_sdk_evaluator
-from touchstone.scores import ErrorInfo, ErrorKind, Outcome, Score
+from touchstone.scores import Outcome, Score, StoredOutcome
 from touchstone.stats.aggregate import summarize
 from touchstone.store import Store, StoredRow, open_store
-from touchstone.store.base import ScoreLine, ScoreValue
+from touchstone.store.base import ScoreValue
 
 ProgressCallback = Callable[[int, int], None]
 BATCH_ROWS = 2000
@@ -394,12 +393,15 @@ class _Runner:
     def _store_wire(self, name: str, ev: Evaluator, chunk: list[int], wire: list[WireRow]) -> None:
         """Write what worker processes sent back as it is, and rebuild the Outcomes from it."""
         self.store.put_scores(
-            self.ctx.run_id, name, [(i, enc, failed, None, lines) for i, (enc, failed, lines) in zip(
+            self.ctx.run_id, name, [(i, enc, failed, None, lines) for i, (enc, _, failed, lines) in zip(
                 chunk, wire, strict=True)]
         )
         scores = self.scores
-        for i, (enc, _, lines) in zip(chunk, wire, strict=True):
-            scores[i, name] = (outcome_from_lines(ev, json.loads(enc), lines), None)
+        error_key = f"{ev.info.prefix}_error"
+        for i, (_, outputs, failed, lines) in zip(chunk, wire, strict=True):
+            error = outputs.get(error_key) if failed else None
+            message = None if error is None else str(error)
+            scores[i, name] = (StoredOutcome(outputs, lines, failed, message), None)
 
     async def _run_sync_one(self, name: str, ev: Evaluator, indices: list[int], executor: Executor) -> None:
         plan = self._plan(name)
@@ -638,29 +640,17 @@ def stored_outcomes(
             continue
         main = ev.info.key
         lines.sort(key=lambda sv: sv.metric != main)  # the main score first
+        error = outputs.get(f"{ev.info.prefix}_error")
         out[idx, name] = (
-            outcome_from_lines(
-                ev, outputs,
+            StoredOutcome(
+                outputs,
                 [(sv.metric, sv.value, sv.label, sv.status.value, sv.error_kind, sv.passed) for sv in lines],
+                any(not sv.ok for sv in lines),
+                None if error is None else str(error),
             ),
             usage,
         )
     return out
-
-
-def outcome_from_lines(ev: Evaluator, outputs: dict[str, Any], lines: Sequence[ScoreLine]) -> Outcome:
-    """An Outcome rebuilt from its flat outputs and its Scores as the store keeps them (value, label,
-    status, error kind, pass flag: what aggregation reads; the rest is in the flat outputs)."""
-    scores: list[Score] = []
-    for metric, value, label, status, error_kind, passed in lines:
-        if status == "ok":
-            scores.append(Score(metric, value, label=label, passed=None if passed is None else bool(passed)))
-        else:
-            message = outputs.get(f"{ev.info.prefix}_error")
-            scores.append(Score.failed(
-                metric, ErrorInfo(error_kind or ErrorKind.COMPUTATION.value, str(message or "failed"))
-            ))
-    return Outcome(scores, outputs)
 
 
 def load_run_result(store: Store, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:

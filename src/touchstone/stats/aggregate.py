@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from touchstone.scores import Outcome, Status
+from touchstone.scores import Outcome, ScoreLine, Status, StoredOutcome
 from touchstone.stats.aggregators import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -108,6 +108,18 @@ def sdk_metrics(
     return metrics
 
 
+def _collect_lines(
+    lines: Sequence[ScoreLine], values: dict[str, list[float]], passed: dict[str, list[bool]]
+) -> None:
+    """What :func:`summarize` reads of Scores, from their :data:`ScoreLine` tuples (no objects built)."""
+    for metric, value, _, status, _, flag in lines:
+        if status != "ok" or value is None:
+            continue
+        values.setdefault(metric, []).append(value)
+        if flag is not None:
+            passed.setdefault(metric, []).append(bool(flag))
+
+
 def summarize(
     infos: Mapping[str, MetricInfo],
     outcomes: Mapping[str, Sequence[Outcome | None]],
@@ -127,6 +139,9 @@ def summarize(
         passed: dict[str, list[bool]] = {}
         for outcome in rows:
             if outcome is None:
+                continue
+            if type(outcome) is StoredOutcome and outcome.lines_current:
+                _collect_lines(outcome.lines, values, passed)
                 continue
             for sc in outcome.scores:
                 if sc.status is not Status.OK or sc.value is None:

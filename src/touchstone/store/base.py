@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 from touchstone.errors import ConfigurationError
-from touchstone.scores import Score, Status
+from touchstone.scores import Score, ScoreLine, Status
 
 
 class StoreVersionError(ConfigurationError):
@@ -85,13 +85,6 @@ class ScoreRecord(NamedTuple):
     failed: bool
     usage: dict[str, Any] | None
     scores: Sequence[Score] | Sequence[ScoreLine] = ()
-
-
-ScoreLine: TypeAlias = tuple[str, float | None, str | None, str, str | None, int | None]
-"""One Score as the queryable columns keep it: ``(metric, value, label, status, error kind, passed)``
-(value a float, status the :class:`~touchstone.scores.Status` value, passed 0/1). Worker processes
-send these instead of :class:`~touchstone.scores.Score` objects: plain tuples cross a process
-boundary several times cheaper, and the store writes them as they are."""
 
 
 def score_lines(scores: Iterable[Score]) -> tuple[ScoreLine, ...]:

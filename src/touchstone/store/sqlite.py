@@ -27,11 +27,10 @@ from typing import Any, cast
 
 from touchstone.errors import ConfigurationError
 from touchstone.errors import describe_os_error as _reason
-from touchstone.scores import Score, Status
+from touchstone.scores import Score, ScoreLine, Status
 from touchstone.store.base import (
     PutScoresItem,
     RunInfo,
-    ScoreLine,
     ScoreRecord,
     ScoreValue,
     StoredRow,
