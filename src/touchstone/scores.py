@@ -141,25 +141,51 @@ ScoreLine: TypeAlias = tuple[str, float | None, str | None, str, str | None, int
 (value a float, status the :class:`Status` value, passed 0/1)."""
 
 
-class StoredOutcome(Outcome):
-    """An Outcome rebuilt from its flat outputs and its Scores as :data:`ScoreLine` tuples (what a
-    worker process sends back, what the store keeps). The :class:`Score` objects are made on first
-    access of :attr:`scores`; :attr:`lines` gives the tuples to whoever needs only the values (the
-    summary), so a pooled run of 500,000 scores does not build 500,000 objects it reads once.
+class CompactOutcome(Outcome):
+    """An Outcome that keeps its Scores as :data:`ScoreLine` tuples and makes the :class:`Score`
+    objects on first access of :attr:`scores`; :attr:`lines` gives the tuples to whoever needs only
+    the values (the summary, the store). What worker processes send back and what the store keeps
+    arrive this way, and an evaluator with many scores per row (ranking: six) returns it, so 500,000
+    scores are not 500,000 objects that nobody reads (``__call__`` returns only the flat dict).
 
     ``error`` is the row's error message (the flat outputs' ``<prefix>_error``), used for failed
-    lines (the typed columns keep the kind, not the message)."""
+    lines (the typed columns keep the kind, not the message). ``lines=None`` (with
+    :meth:`of_values`): every value of the outputs is a successful score, the lines are made from
+    them when first asked for."""
 
-    __slots__ = ("_built", "_error", "_failed", "lines")
+    __slots__ = ("_built", "_error", "_failed", "_lines", "_main")
 
     def __init__(
-        self, outputs: Mapping[str, Any], lines: Sequence[ScoreLine], failed: bool, error: str | None = None
+        self,
+        outputs: Mapping[str, Any],
+        lines: Sequence[ScoreLine] | None,
+        failed: bool,
+        error: str | None = None,
     ) -> None:
         dict.__init__(self, outputs)
-        self.lines = lines
+        self._lines = lines
         self._failed = failed
         self._error = error
         self._built: list[Score] | None = None
+        self._main: str | None = None
+
+    @classmethod
+    def of_values(cls, values: Mapping[str, float], main: str) -> CompactOutcome:
+        """Successful scores only, one per key of ``values`` (all numbers), ``main`` first."""
+        out = cls(values, None, False)
+        out._main = main
+        return out
+
+    @property
+    def lines(self) -> Sequence[ScoreLine]:
+        if self._lines is None:
+            main = self._main
+            lines: list[ScoreLine] = []
+            if main is not None and main in self:
+                lines.append((main, float(self[main]), None, "ok", None, None))
+            lines += [(k, float(v), None, "ok", None, None) for k, v in self.items() if k != main]
+            self._lines = lines
+        return self._lines
 
     @property
     def scores(self) -> list[Score]:
@@ -191,5 +217,5 @@ class StoredOutcome(Outcome):
         return self._failed
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (StoredOutcome, (dict(self), self.lines, self._failed, self._error))
+        return (CompactOutcome, (dict(self), self.lines, self._failed, self._error))
 

@@ -232,7 +232,7 @@ def test_parallel_batches_equal_serial(tmp_path: Path) -> None:
     parallel = evaluate(data=rows, evaluators=evs, workers=2, store=tmp_path / "s.db")
     assert serial["rows"] == parallel["rows"]
     assert serial["metrics"] == parallel["metrics"]
-    # the pooled run summarises its rows' score lines (StoredOutcome), the serial one Score objects
+    # the pooled run summarises its rows' score lines (CompactOutcome), the serial one Score objects
     assert serial.summary == parallel.summary and parallel.summary["f1.f1_score"]["n"] == 25_000
 
 

@@ -35,7 +35,7 @@ JSON: pickle shares the repeated key strings), whether a score failed, and the S
 :data:`~touchstone.scores.ScoreLine` tuples. No :class:`~touchstone.scores.Score` objects: a
 dataclass per score cost the parent process several times more, and the parent is what limits a
 pooled run. The parent writes the store from these as they are and keeps each row as a
-:class:`~touchstone.scores.StoredOutcome`, as a resumed run keeps what it reads back."""
+:class:`~touchstone.scores.CompactOutcome`, as a resumed run keeps what it reads back."""
 
 
 @runtime_checkable

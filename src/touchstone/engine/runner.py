@@ -46,7 +46,7 @@ from touchstone.errors import (
 )
 from touchstone.evaluators.base import Evaluator, EvaluatorLike, describe_exception
 from touchstone.evaluators.custom import as_sdk_evaluator
-from touchstone.scores import Outcome, Score, StoredOutcome
+from touchstone.scores import CompactOutcome, Outcome, Score
 from touchstone.stats.aggregate import summarize
 from touchstone.store import Store, StoredRow, open_store
 from touchstone.store.base import ScoreValue
@@ -401,7 +401,7 @@ class _Runner:
         for i, (_, outputs, failed, lines) in zip(chunk, wire, strict=True):
             error = outputs.get(error_key) if failed else None
             message = None if error is None else str(error)
-            scores[i, name] = (StoredOutcome(outputs, lines, failed, message), None)
+            scores[i, name] = (CompactOutcome(outputs, lines, failed, message), None)
 
     async def _run_sync_one(self, name: str, ev: Evaluator, indices: list[int], executor: Executor) -> None:
         plan = self._plan(name)
@@ -642,7 +642,7 @@ def stored_outcomes(
         lines.sort(key=lambda sv: sv.metric != main)  # the main score first
         error = outputs.get(f"{ev.info.prefix}_error")
         out[idx, name] = (
-            StoredOutcome(
+            CompactOutcome(
                 outputs,
                 [(sv.metric, sv.value, sv.label, sv.status.value, sv.error_kind, sv.passed) for sv in lines],
                 any(not sv.ok for sv in lines),

@@ -37,7 +37,7 @@ import numpy as np
 from touchstone.data.kinds import ranked_ids, relevance_labels
 from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
 from touchstone.evaluators.registry import register
-from touchstone.scores import Outcome, Score
+from touchstone.scores import CompactOutcome, Outcome, Score
 
 _RANKING_INPUTS = (
     InputSpec(
@@ -157,9 +157,9 @@ class RankingEvaluator(Evaluator):
 
     def _outputs(self, values: dict[str, float]) -> Outputs:
         main = values[self.score_key]
+        if self.threshold is None:  # no Score objects (nor lines) until someone asks for them
+            return CompactOutcome.of_values(values, self.score_key)
         scores = [Score(name, value) for name, value in values.items() if name != self.score_key]
-        if self.threshold is None:
-            return Outcome([Score(self.score_key, main), *scores], values)
         outcome = self.result(main)
         rendered = {**values, **{k: v for k, v in outcome.items() if k != self.score_key}}
         return Outcome([*outcome.scores, *scores], rendered)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from touchstone.scores import Outcome, ScoreLine, Status, StoredOutcome
+from touchstone.scores import CompactOutcome, Outcome, ScoreLine, Status
 from touchstone.stats.aggregators import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -140,7 +140,7 @@ def summarize(
         for outcome in rows:
             if outcome is None:
                 continue
-            if type(outcome) is StoredOutcome and outcome.lines_current:
+            if type(outcome) is CompactOutcome and outcome.lines_current:
                 _collect_lines(outcome.lines, values, passed)
                 continue
             for sc in outcome.scores:
