@@ -45,6 +45,15 @@ from touchstone.evaluators.quality import (
 from touchstone.evaluators.ranking import DocumentRetrievalEvaluator, RankingEvaluator
 from touchstone.evaluators.registry import available as available_metrics
 from touchstone.evaluators.retrieval_judge import RetrievalEvaluator, RetrievalScoreEvaluator
+from touchstone.evaluators.safety import (
+    ContentSafetyEvaluator,
+    HateUnfairnessEvaluator,
+    IndirectAttackEvaluator,
+    ProtectedMaterialEvaluator,
+    SelfHarmEvaluator,
+    SexualEvaluator,
+    ViolenceEvaluator,
+)
 from touchstone.evaluators.semantic import EmbeddingSimilarityEvaluator
 from touchstone.evaluators.text import ExactMatchEvaluator, F1ScoreEvaluator
 from touchstone.judges.config import AzureOpenAIModelConfiguration, OpenAIModelConfiguration
@@ -58,6 +67,7 @@ __all__ = [
     "ChrfScoreEvaluator",
     "CoherenceEvaluator",
     "ConfigurationError",
+    "ContentSafetyEvaluator",
     "Conversation",
     "DocumentRetrievalEvaluator",
     "EmbeddingSimilarityEvaluator",
@@ -76,6 +86,8 @@ __all__ = [
     "FunctionMetric",
     "GleuScoreEvaluator",
     "GroundednessEvaluator",
+    "HateUnfairnessEvaluator",
+    "IndirectAttackEvaluator",
     "InputSpec",
     "InputValidationError",
     "IntentResolutionEvaluator",
@@ -84,6 +96,7 @@ __all__ = [
     "OpenAIModelConfiguration",
     "PerplexityEvaluator",
     "Problem",
+    "ProtectedMaterialEvaluator",
     "QAEvaluator",
     "RankingEvaluator",
     "RelevanceEvaluator",
@@ -95,10 +108,13 @@ __all__ = [
     "RubricEvaluator",
     "RunAbortedError",
     "RunStore",
+    "SelfHarmEvaluator",
+    "SexualEvaluator",
     "SimilarityEvaluator",
     "TaskAdherenceEvaluator",
     "ToolCallAccuracyEvaluator",
     "UnknownMetricError",
+    "ViolenceEvaluator",
     "__version__",
     "available_metrics",
     "evaluate",

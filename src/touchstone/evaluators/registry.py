@@ -22,6 +22,7 @@ _MODULES = [
     "touchstone.evaluators.bertscore",
     "touchstone.evaluators.perplexity",
     "touchstone.evaluators.agent",
+    "touchstone.evaluators.safety",
 ]
 _loaded = False
 
