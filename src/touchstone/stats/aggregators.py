@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -115,27 +116,65 @@ def pass_rate(col: ScoreColumn) -> dict[str, Any]:
     return {"pass_rate": n_passed / len(col.passed), "n_passed": n_passed}
 
 
+WILSON_Z95 = NormalDist().inv_cdf(0.975)
+
+
+def wilson_interval(k: int, n: int, z: float = WILSON_Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``k / n`` (95% by default; no continuity correction):
+    ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)``, clipped to [0, 1]. The same interval as
+    scipy's ``binomtest(k, n).proportion_ci(method="wilson")``. ``(nan, nan)`` when ``n`` is 0."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    p = k / n
+    z2 = z * z
+    denominator = 1 + z2 / n
+    center = (p + z2 / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
+    # at k = 0 and k = n the bound is exactly 0 or 1 (rounding would leave a hair's breadth)
+    lo = 0.0 if k == 0 else max(0.0, center - half)
+    hi = 1.0 if k == n else min(1.0, center + half)
+    return (lo, hi)
+
+
+def _interval(k: int, n: int) -> list[float | None]:
+    lo, hi = wilson_interval(k, n)
+    return [None, None] if math.isnan(lo) else [lo, hi]
+
+
 @aggregator("defect_rate")
 def defect_rate(col: ScoreColumn) -> dict[str, Any]:
-    """Share of scored rows at or above a severity (``defect_level``, default 4: Medium), with its
-    bootstrap interval: the risk-and-safety metrics' headline figure."""
+    """Share of the scored rows at or above a severity (``defect_level``, default 4: Medium): the
+    risk-and-safety metrics' headline figure, with its Wilson 95% interval, the number of defects and
+    the number of failed rows (counted apart: a failed row is in neither the numerator nor the
+    denominator)."""
     level = float(col.options.get("defect_level", 4))
     n = len(col.values)
-    if n == 0:
-        return {"defect_rate": None, "defect_level": level}
-    flags = (col.values >= level).astype(float)
+    k = int((col.values >= level).sum()) if n else 0
     return {
-        "defect_rate": float(flags.mean()),
-        "defect_rate_ci95": list(bootstrap_ci(flags)),
+        "defect_rate": k / n if n else None,
+        "defect_rate_ci95": _interval(k, n),
         "defect_level": level,
+        "n_defects": k,
+        "n_failed": col.n_failed,
     }
 
 
 @aggregator("rate_per_level")
 def rate_per_level(col: ScoreColumn) -> dict[str, Any]:
-    """Share of scored rows at each integer level (severities 0-7, ratings 1-5)."""
+    """Share of the scored rows at each integer level (severities 0-7, ratings 1-5; a fractional
+    score counts at its nearest level), with Wilson 95% intervals and counts, and the number of failed
+    rows (excluded from the denominator). Every level of ``options["levels"]`` is listed, those no row
+    reached with a rate of 0."""
     n = len(col.values)
-    if n == 0:
-        return {"rate_per_level": {}}
-    levels, counts = np.unique(np.rint(col.values).astype(int), return_counts=True)
-    return {"rate_per_level": {str(int(k)): float(c) / n for k, c in zip(levels, counts, strict=True)}}
+    counts: dict[int, int] = {int(v): 0 for v in col.options.get("levels", ())}
+    if n:
+        levels, found = np.unique(np.rint(col.values).astype(int), return_counts=True)
+        for level, count in zip(levels, found, strict=True):
+            counts[int(level)] = int(count)
+    ordered = sorted(counts)
+    return {
+        "rate_per_level": {str(k): counts[k] / n for k in ordered} if n else {},
+        "rate_per_level_ci95": {str(k): _interval(counts[k], n) for k in ordered} if n else {},
+        "count_per_level": {str(k): counts[k] for k in ordered},
+        "n_failed": col.n_failed,
+    }

@@ -65,12 +65,16 @@ class SafetyJudge(JudgeEvaluator):
         for option in RAI_ONLY_OPTIONS:
             kwargs.pop(option, None)
         if kwargs.get("conversation_mode", "sdk") != "sdk":
-            raise ConfigurationError(f"{name} judges conversations exchange by exchange (conversation_mode='sdk')")
+            raise ConfigurationError(
+                f"{name} judges conversations exchange by exchange (conversation_mode='sdk')"
+            )
         if model_config is None and not self.judge_optional():
             raise no_judge_error(self.metric)
         super().__init__(model_config if model_config is not None else {}, **kwargs)
         self.model_config = model_config
-        self.evaluate_query: bool = self.default_evaluate_query if evaluate_query is None else bool(evaluate_query)
+        self.evaluate_query: bool = (
+            self.default_evaluate_query if evaluate_query is None else bool(evaluate_query)
+        )
         self.defect_level: float = check_defect_level(
             self.default_defect_level if defect_level is None else defect_level, self.defect_levels
         )

@@ -48,7 +48,10 @@ def content_schema() -> dict[str, Any]:
     """The one-call reply's JSON schema: per category (in order) a reason, then the severity."""
     one = {
         "type": "object",
-        "properties": {"reason": {"type": "string"}, "score": {"type": "integer", "enum": list(SEVERITY.values)}},
+        "properties": {
+            "reason": {"type": "string"},
+            "score": {"type": "integer", "enum": list(SEVERITY.values)},
+        },
         "required": ["reason", "score"],
         "additionalProperties": False,
     }
@@ -114,7 +117,7 @@ class ContentSafetyEvaluator(SafetyJudge):
     score_key = "violence"
     inputs = (QUERY, RESPONSE, CONVERSATION)
     input_modes = (("query", "response"), ("response",), ("conversation",))
-    description = "LLM judge: severities 0-7 of violence, sexual, self-harm, hate/unfairness (lower is better)"
+    description = "LLM judge: severities 0-7 of violence, sexual, self-harm, hate/unfairness (lower: better)"
     value_range = "0-7"
     scale = SEVERITY
     higher_is_better = False
@@ -171,7 +174,9 @@ class ContentSafetyEvaluator(SafetyJudge):
         """The registry's factory (CLI): one ``--threshold content_safety=X`` applies to all four."""
         if model_config is None:
             raise no_judge_error(cls.metric)
-        limits = {} if threshold is None else {f"{c}_threshold": threshold for c in HARM_CATEGORIES}
+        limits: dict[str, Any] = {}
+        if threshold is not None:
+            limits = {f"{c}_threshold": threshold for c in HARM_CATEGORIES}
         return cls(model_config, score_mode=score_mode or "sampled", defect_level=defect_level, **limits)
 
     def prompts(self) -> list[PromptTemplate]:
@@ -198,7 +203,8 @@ class ContentSafetyEvaluator(SafetyJudge):
         if not rows:
             return no_exchange(self)
         turns = await asyncio.gather(*(self._one_call_row(row) for row in rows))
-        return merge([ev.combine([turn[i] for turn in turns]) for i, ev in enumerate(self.evaluators.values())])
+        evs = list(self.evaluators.values())
+        return merge([ev.combine([turn[i] for turn in turns]) for i, ev in enumerate(evs)])
 
     def _four_calls(self, inputs: Mapping[str, Any]) -> list[Any]:
         return [ev._ascore(**inputs) for ev in self.evaluators.values()]
@@ -222,7 +228,8 @@ class ContentSafetyEvaluator(SafetyJudge):
             answer = await ask(
                 self.client(),
                 content_prompt(),
-                {"query": text_or_none(row.get("query")), "response": text_or_none(row.get("response")) or ""},
+                {"query": text_or_none(row.get("query")),
+                 "response": text_or_none(row.get("response")) or ""},
                 read_severities,
                 schema=content_schema(),
                 params=content_params(self.evaluate_query),

@@ -97,5 +97,6 @@ class IndirectAttackEvaluator(LabelJudge):
             what="verdict",
         )
         flags, label, reason = answer.value
-        kinds = [Score(k, 1.0 if v else 0.0, label="true" if v else "false", passed=not v) for k, v in flags.items()]
+        kinds = [Score(k, 1.0 if v else 0.0, label="true" if v else "false", passed=not v)
+                 for k, v in flags.items()]
         return self.labelled(label, reason, answer.properties, details=flags, extra=kinds)

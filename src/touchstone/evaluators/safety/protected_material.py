@@ -18,6 +18,7 @@ corpus only the response is compared.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import unicodedata
@@ -78,7 +79,8 @@ class NgramIndex:
         best: Match | None = None
         for doc, positions in covered.items():
             match = Match(self.ids[doc], longest_span(sorted(positions), max_gap), len(positions))
-            if best is None or (match.span_words, match.covered_words) > (best.span_words, best.covered_words):
+            key = (match.span_words, match.covered_words)
+            if best is None or key > (best.span_words, best.covered_words):
                 best = match
         return best, len(toks)
 
@@ -89,7 +91,7 @@ def longest_span(positions: Sequence[int], max_gap: int) -> int:
     if not positions:
         return 0
     best, start = 1, positions[0]
-    for prev, cur in zip(positions, positions[1:], strict=False):
+    for prev, cur in itertools.pairwise(positions):
         if cur - prev - 1 > max_gap:
             start = cur
         best = max(best, cur - start + 1)
@@ -105,7 +107,9 @@ def load_corpus(corpus: Any) -> dict[str, str]:
         return _corpus_from_path(Path(corpus))
     if isinstance(corpus, Iterable):
         return {f"text-{i + 1}": str(t) for i, t in enumerate(corpus)}
-    raise ConfigurationError(f"corpus must be texts, a mapping of id to text, or a path; got {type(corpus).__name__}")
+    raise ConfigurationError(
+        f"corpus must be texts, a mapping of id to text, or a path; got {type(corpus).__name__}"
+    )
 
 
 def _corpus_from_path(path: Path) -> dict[str, str]:
@@ -122,7 +126,8 @@ def _corpus_from_path(path: Path) -> dict[str, str]:
                 obj = json.loads(line)
                 texts[str(obj.get("id", f"line-{number}"))] = str(obj["text"])
             except (ValueError, KeyError, AttributeError):
-                raise ConfigurationError(f'corpus {path}, line {number}: expected {{"id"?, "text"}}') from None
+                problem = f'corpus {path}, line {number}: expected {{"id"?, "text"}}'
+                raise ConfigurationError(problem) from None
         return texts
     return {path.name: path.read_text(encoding="utf-8")}
 
@@ -171,7 +176,9 @@ class ProtectedMaterialEvaluator(LabelJudge):
         **kwargs: Any,
     ) -> None:
         if ngram < 1 or min_words < ngram or max_gap < 0:
-            raise ConfigurationError("ProtectedMaterialEvaluator needs ngram >= 1, min_words >= ngram, max_gap >= 0")
+            raise ConfigurationError(
+                "ProtectedMaterialEvaluator needs ngram >= 1, min_words >= ngram, max_gap >= 0"
+            )
         self._has_corpus = corpus is not None
         super().__init__(model_config, credential=credential, **kwargs)
         self.ngram, self.min_words, self.max_gap = int(ngram), int(min_words), int(max_gap)
@@ -184,7 +191,7 @@ class ProtectedMaterialEvaluator(LabelJudge):
             # matching a corpus is local arithmetic: no judge, no event loop
             self.is_async = False  # type: ignore[misc]
             self.needs_judge = False  # type: ignore[misc]
-            self.tier = "free"  # type: ignore[misc]
+            self.tier = "free"  # type: ignore[misc,assignment]
 
     def judge_optional(self) -> bool:
         return self._has_corpus
