@@ -36,6 +36,7 @@ from touchstone.engine.planning import (
     plan_evaluation,
 )
 from touchstone.errors import ConfigurationError, InputValidationError, RunAbortedError
+from touchstone.evaluators.safety.severity import set_defect_level
 
 
 class _progress:
@@ -113,6 +114,12 @@ def _report(
     run = result.run
     shown = with_unscored(result.summary, unscored, evaluators)
     out.print(summary_table(shown, title=f"run {run['id']} — {len(result.rows)} rows"))
+    for key, entry in shown.items():  # safety metrics: the defect rate at the chosen level
+        if entry.get("defect_rate") is not None:
+            lo, hi = entry["defect_rate_ci95"]
+            out.print(f"{key}: defect rate {entry['defect_rate']:.1%} at >= {entry['defect_level']:g} "
+                      f"(95% CI {lo:.1%}-{hi:.1%}; {entry['n_defects']} of {entry['n']}; "
+                      f"{entry['n_failed']} failed)", highlight=False)
     if out_dir is not None:
         result.write(out_dir)
         out.print(f"wrote {out_dir / 'rows.jsonl'} and {out_dir / 'summary.json'}")
@@ -227,6 +234,9 @@ def eval_command(
     max_retries: int | None = typer.Option(
         None, "--max-retries", help="Retries of a judge call after a transient error (default 6)."
     ),
+    defect_level: float | None = typer.Option(
+        None, "--defect-level", help="Safety metrics: a defect is a severity at or above this (default 4)."
+    ),
     http_transport: str | None = typer.Option(
         None,
         "--http-transport",
@@ -261,6 +271,8 @@ def eval_command(
             store=store,
             resume=resume,
         )
+        if defect_level is not None:
+            set_defect_level(plan.evaluators, defect_level)
         if dry_run:
             _dry_run(data, plan)
             raise typer.Exit(0)

@@ -177,3 +177,14 @@ def check_not_credential(evaluator: str, model_config: Any) -> None:
             f"{evaluator} takes the judge's model configuration as its first argument, not a credential: "
             f"pass model_config=... (credential= is accepted and ignored)"
         )
+
+
+def set_defect_level(evaluators: Mapping[str, Any], level: float) -> None:
+    """Apply ``--defect-level`` to every chosen metric that reports a severity defect rate (the harm
+    categories and content safety); an error when none of them does."""
+    chosen = [ev for ev in evaluators.values() if getattr(ev, "defect_levels", None) == SEVERITY_LEVELS]
+    if not chosen:
+        raise ConfigurationError("--defect-level applies to the severity metrics (violence, sexual, "
+                                 "self_harm, hate_unfairness, content_safety), and none is chosen")
+    for ev in chosen:
+        ev.defect_level = check_defect_level(level)
