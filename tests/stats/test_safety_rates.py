@@ -42,17 +42,29 @@ def random_run(rng: random.Random) -> tuple[list[int | None], int]:
 
 def test_defect_and_level_rates_equal_their_definitions_on_random_runs() -> None:
     rng = random.Random(2024)
-    info = MetricInfo("violence", "violence", "violence", higher_is_better=False, default_threshold=3,
-                      aggregators=("mean", "defect_rate", "rate_per_level"))
+    info = MetricInfo(
+        "violence",
+        "violence",
+        "violence",
+        higher_is_better=False,
+        default_threshold=3,
+        aggregators=("mean", "defect_rate", "rate_per_level"),
+    )
     for _ in range(300):
         rows, level = random_run(rng)
         outcomes = [
-            Outcome([Score.failed("violence", ErrorInfo("judge_reply", "no severity"))], {"violence_error": "x"})
-            if s is None else Outcome([Score("violence", float(s), passed=s <= 3, threshold=3)])
+            Outcome(
+                [Score.failed("violence", ErrorInfo("judge_reply", "no severity"))], {"violence_error": "x"}
+            )
+            if s is None
+            else Outcome([Score("violence", float(s), passed=s <= 3, threshold=3)])
             for s in rows
         ]
-        summary = summarize({"violence": info}, {"violence": outcomes},
-                            options={"violence": {"defect_level": level, "levels": list(range(8))}})
+        summary = summarize(
+            {"violence": info},
+            {"violence": outcomes},
+            options={"violence": {"defect_level": level, "levels": list(range(8))}},
+        )
         entry = summary["violence.violence"]
         scored = [s for s in rows if s is not None]
         n_failed = len(rows) - len(scored)
@@ -81,5 +93,6 @@ def test_aggregators_directly() -> None:
     assert defect_rate(ScoreColumn(values=np.array([0.0, 4.0])))["defect_level"] == 4.0  # the default
     levels = rate_per_level(ScoreColumn(values=np.array([1.0, 1.2, 6.0]), n_failed=1))
     assert levels["count_per_level"] == {"1": 2, "6": 1} and levels["n_failed"] == 1
-    assert rate_per_level(ScoreColumn(values=np.array([]), options={"levels": [0, 1]}))["count_per_level"] == {
-        "0": 0, "1": 0}
+    assert rate_per_level(ScoreColumn(values=np.array([]), options={"levels": [0, 1]}))[
+        "count_per_level"
+    ] == {"0": 0, "1": 0}

@@ -41,9 +41,15 @@ def severity_handler(severity: Callable[[str, str], Any] = hashed_severity) -> C
         name = schema_name(req)
         response = blocks(req).get("response", "")
         if name == "safety_content":
-            return json.dumps({c: {"reason": f"{c} reason for {response}", "score": severity(c, response)}
-                               for c in CATEGORIES})
+            return json.dumps(
+                {
+                    c: {"reason": f"{c} reason for {response}", "score": severity(c, response)}
+                    for c in CATEGORIES
+                }
+            )
         category = name.removeprefix("safety_")
-        return json.dumps({"reason": f"{category} reason for {response}", "score": severity(category, response)})
+        return json.dumps(
+            {"reason": f"{category} reason for {response}", "score": severity(category, response)}
+        )
 
     return handler

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.evaluators.safety.safety_fakes import CATEGORIES, hashed_severity, schema_name, severity_handler
+from tests.evaluators.safety.safety_fakes import CATEGORIES, hashed_severity, severity_handler
 from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest
 from typer.testing import CliRunner
 
@@ -17,8 +17,15 @@ from touchstone import ContentSafetyEvaluator, ViolenceEvaluator, evaluate
 from touchstone.cli.app import app
 from touchstone.evaluators.safety import severity_label
 
-CALL_KEYS = ("_total_tokens", "_prompt_tokens", "_completion_tokens", "_finish_reason", "_sample_input",
-             "_sample_output", "_model")
+CALL_KEYS = (
+    "_total_tokens",
+    "_prompt_tokens",
+    "_completion_tokens",
+    "_finish_reason",
+    "_sample_input",
+    "_sample_output",
+    "_model",
+)
 
 
 def engine_score(ev: Any, **inputs: Any) -> Any:
@@ -47,8 +54,9 @@ def test_keys_thresholds_and_results_per_category(
     fake_openai.handler = severity_handler(lambda c, r: scripted[c])
     thresholds = {"violence": 5, "sexual": 0, "self_harm": 2, "hate_unfairness": 7}
     for one_call in (False, True):
-        ev = ContentSafetyEvaluator(judge_config, one_call=one_call,
-                                    **{f"{c}_threshold": t for c, t in thresholds.items()})
+        ev = ContentSafetyEvaluator(
+            judge_config, one_call=one_call, **{f"{c}_threshold": t for c, t in thresholds.items()}
+        )
         out = ev(query="q", response=f"answer {one_call}")
         assert [k for k in out if not k.endswith(CALL_KEYS)] == [
             k for c in CATEGORIES for k in (c, f"{c}_score", f"{c}_reason", f"{c}_threshold", f"{c}_result")
@@ -60,12 +68,16 @@ def test_keys_thresholds_and_results_per_category(
             assert out[f"{c}_result"] == ("pass" if scripted[c] <= thresholds[c] else "fail")
 
 
-def test_one_call_mode_agrees_with_four_calls(fake_openai: FakeOpenAIServer, judge_config: dict[str, str]) -> None:
+def test_one_call_mode_agrees_with_four_calls(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
+) -> None:
     fake_openai.handler = severity_handler()
     four = ContentSafetyEvaluator(judge_config, violence_threshold=2, self_harm_threshold=5)
     one = ContentSafetyEvaluator(judge_config, one_call=True, violence_threshold=2, self_harm_threshold=5)
-    rows = [{"query": f"q{i}", "response": f"response number {i}"} for i in range(40)]
-    rows += [{"conversation": conversation(*(f"conv {i} turn {t}" for t in range(1 + i % 3)))} for i in range(10)]
+    rows: list[dict[str, Any]] = [{"query": f"q{i}", "response": f"response number {i}"} for i in range(40)]
+    rows += [
+        {"conversation": conversation(*(f"conv {i} turn {t}" for t in range(1 + i % 3)))} for i in range(10)
+    ]
     for row in rows:
         fake_openai.reset()
         a = four(**row)
@@ -98,9 +110,12 @@ def test_one_call_reply_missing_a_category_fails_all_four(
     assert [s.name for s in outcome.scores] == list(CATEGORIES) and all(not s.ok for s in outcome.scores)
 
 
-def test_one_call_out_of_range_is_a_failure(fake_openai: FakeOpenAIServer, judge_config: dict[str, str]) -> None:
-    fake_openai.handler = lambda req: json.dumps({c: {"reason": "r", "score": 8 if c == "sexual" else 1}
-                                                  for c in CATEGORIES})
+def test_one_call_out_of_range_is_a_failure(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
+) -> None:
+    fake_openai.handler = lambda req: json.dumps(
+        {c: {"reason": "r", "score": 8 if c == "sexual" else 1} for c in CATEGORIES}
+    )
     outcome = engine_score(ContentSafetyEvaluator(judge_config, one_call=True), response="text")
     assert outcome.failed and "sexual.score" in outcome["sexual_error"] and fake_openai.count == 2
 
@@ -114,7 +129,9 @@ def test_four_calls_one_category_failing(fake_openai: FakeOpenAIServer, judge_co
 
 def write_rows(path: Path, n: int) -> list[str]:
     responses = [f"reply {i}" for i in range(n)]
-    path.write_text("".join(json.dumps({"query": f"q{i}", "response": r}) + "\n" for i, r in enumerate(responses)))
+    path.write_text(
+        "".join(json.dumps({"query": f"q{i}", "response": r}) + "\n" for i, r in enumerate(responses))
+    )
     return responses
 
 
@@ -125,8 +142,10 @@ def test_evaluate_metrics_and_summary(
     responses = write_rows(tmp_path / "rows.jsonl", 30)
     result = evaluate(
         data=str(tmp_path / "rows.jsonl"),
-        evaluators={"violence": ViolenceEvaluator(judge_config, defect_level=6),
-                    "cs": ContentSafetyEvaluator(judge_config, one_call=True)},
+        evaluators={
+            "violence": ViolenceEvaluator(judge_config, defect_level=6),
+            "cs": ContentSafetyEvaluator(judge_config, one_call=True),
+        },
         store=tmp_path / "runs.db",
     )
     scored = responses[1:]  # reply 0 failed (severity 9 is outside the scale)
@@ -144,12 +163,30 @@ def test_evaluate_metrics_and_summary(
     assert row0["outputs.violence.violence_error"] and row0["outputs.cs.sexual_error"]
 
 
-def test_cli_defect_level(fake_openai: FakeOpenAIServer, judge_config: dict[str, str], tmp_path: Path) -> None:
+def test_cli_defect_level(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str], tmp_path: Path
+) -> None:
     fake_openai.handler = severity_handler()
     responses = write_rows(tmp_path / "rows.jsonl", 12)
-    args = ["eval", str(tmp_path / "rows.jsonl"), "-m", "violence,f1_score", "--judge-model", "fake-judge",
-            "--judge-base-url", judge_config["base_url"], "--store", str(tmp_path / "runs.db"),
-            "--map", "ground_truth=query", "--defect-level", "5", "-o", str(tmp_path / "out"), "-q"]
+    args = [
+        "eval",
+        str(tmp_path / "rows.jsonl"),
+        "-m",
+        "violence,f1_score",
+        "--judge-model",
+        "fake-judge",
+        "--judge-base-url",
+        judge_config["base_url"],
+        "--store",
+        str(tmp_path / "runs.db"),
+        "--map",
+        "ground_truth=query",
+        "--defect-level",
+        "5",
+        "-o",
+        str(tmp_path / "out"),
+        "-q",
+    ]
     result = CliRunner().invoke(app, args, env={"OPENAI_API_KEY": "sk-test-not-a-real-key-0000"})
     assert result.exit_code == 0, result.output
     k = sum(hashed_severity("violence", r) >= 5 for r in responses)
@@ -157,6 +194,7 @@ def test_cli_defect_level(fake_openai: FakeOpenAIServer, judge_config: dict[str,
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     entry = summary["summary"]["violence.violence"]
     assert entry["defect_level"] == 5 and entry["n_defects"] == k
-    bad = CliRunner().invoke(app, [*args[:3], "f1_score", *args[4:]],
-                             env={"OPENAI_API_KEY": "sk-test-not-a-real-key-0000"})
+    bad = CliRunner().invoke(
+        app, [*args[:3], "f1_score", *args[4:]], env={"OPENAI_API_KEY": "sk-test-not-a-real-key-0000"}
+    )
     assert bad.exit_code == 2 and "--defect-level" in bad.output

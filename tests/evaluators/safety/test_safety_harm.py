@@ -25,9 +25,20 @@ from touchstone.evaluators.safety import (
 from touchstone.evaluators.safety import severity as severity_module
 
 EVALUATORS = [ViolenceEvaluator, SexualEvaluator, SelfHarmEvaluator, HateUnfairnessEvaluator]
-SDK_KEYS = ("{m}", "{m}_score", "{m}_reason", "{m}_total_tokens", "{m}_prompt_tokens", "{m}_completion_tokens",
-            "{m}_finish_reason", "{m}_sample_input", "{m}_sample_output", "{m}_model", "{m}_threshold",
-            "{m}_result")
+SDK_KEYS = (
+    "{m}",
+    "{m}_score",
+    "{m}_reason",
+    "{m}_total_tokens",
+    "{m}_prompt_tokens",
+    "{m}_completion_tokens",
+    "{m}_finish_reason",
+    "{m}_sample_input",
+    "{m}_sample_output",
+    "{m}_model",
+    "{m}_threshold",
+    "{m}_result",
+)
 LABELS = {0: "Very low", 1: "Very low", 2: "Low", 3: "Low", 4: "Medium", 5: "Medium", 6: "High", 7: "High"}
 
 
@@ -50,7 +61,11 @@ def fixed(fake: FakeOpenAIServer, score: Any, reason: str = "Because.") -> list[
 def test_severity_labels_are_the_sdks_bands() -> None:
     for score, label in LABELS.items():
         assert severity_label(score) == label
-    assert severity_label(1.5) == "Very low" and severity_label(3.99) == "Low" and severity_label(5.5) == "Medium"
+    assert (
+        severity_label(1.5) == "Very low"
+        and severity_label(3.99) == "Low"
+        and severity_label(5.5) == "Medium"
+    )
 
 
 @pytest.mark.parametrize("cls", EVALUATORS)
@@ -93,7 +108,9 @@ def test_only_the_response_is_rated_and_the_query_is_context(
 ) -> None:
     seen = fixed(fake_openai, 1)
     ViolenceEvaluator(judge_config)(query="How do knights fight?", response="With swords, in stories.")
-    ViolenceEvaluator(judge_config, evaluate_query=True)(query="How do knights fight?", response="With lances.")
+    ViolenceEvaluator(judge_config, evaluate_query=True)(
+        query="How do knights fight?", response="With lances."
+    )
     assert blocks(seen[0]) == {"query": "How do knights fight?", "response": "With swords, in stories."}
     assert "Rate only the RESPONSE" in seen[0].system
     assert "Rate the QUERY and the RESPONSE together" in seen[1].system
@@ -117,7 +134,9 @@ def test_a_severity_outside_0_7_is_a_failure_after_one_repair(
         ev(response="Some other text.")
 
 
-def test_an_unparseable_reply_is_a_failure(fake_openai: FakeOpenAIServer, judge_config: dict[str, str]) -> None:
+def test_an_unparseable_reply_is_a_failure(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
+) -> None:
     fake_openai.handler = lambda req: "I would rather not say."
     outcome = engine_score(ViolenceEvaluator(judge_config), response="Some text.")
     assert outcome.failed and "violence_score" not in outcome
@@ -130,7 +149,7 @@ def test_a_repaired_reply_is_used(fake_openai: FakeOpenAIServer, judge_config: d
     outcome = engine_score(SelfHarmEvaluator(judge_config), response="Some text.")
     assert outcome["self_harm_score"] == 6.0 and outcome["self_harm"] == "High"
     assert outcome["self_harm_result"] == "fail" and outcome["self_harm_reason"] == "fixed"
-    assert outcome.scores[0].properties["repaired"] is True  # type: ignore[index]
+    assert outcome.scores[0].properties["repaired"] is True
 
 
 def conversation(*responses: str) -> dict[str, Any]:
@@ -165,21 +184,29 @@ def test_conversation_is_judged_per_exchange_and_combined_by_maximum(
     assert outcome.scores[0].value == float(top) and outcome.scores[0].label == LABELS[top]
 
 
-def test_a_failed_turn_fails_the_conversation(fake_openai: FakeOpenAIServer, judge_config: dict[str, str]) -> None:
+def test_a_failed_turn_fails_the_conversation(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
+) -> None:
     fake_openai.handler = severity_handler(lambda c, response: 9 if "bad" in response else 1)
     outcome = engine_score(ViolenceEvaluator(judge_config), conversation=conversation("fine", "bad"))
     assert outcome.failed and "turn 2 of 2" in outcome["violence_error"]
     assert outcome["evaluation_per_turn"]["violence_score"][0] == 1.0
 
 
-def test_sdk_options_are_accepted(fake_openai: FakeOpenAIServer, judge_config: dict[str, str],
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sdk_options_are_accepted(
+    fake_openai: FakeOpenAIServer, judge_config: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(severity_module, "_warned_project", False)
     fixed(fake_openai, 0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ev = ViolenceEvaluator(judge_config, azure_ai_project="https://x.services.ai.azure.com/api/projects/p",
-                               credential=object(), _use_legacy_endpoint=True, eval_last_turn=True)
+        ev = ViolenceEvaluator(
+            judge_config,
+            azure_ai_project="https://x.services.ai.azure.com/api/projects/p",
+            credential=object(),
+            _use_legacy_endpoint=True,
+            eval_last_turn=True,
+        )
         ViolenceEvaluator(judge_config, azure_ai_project={"subscription_id": "s"})
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1 and "nothing is sent to a cloud" in messages[0]
