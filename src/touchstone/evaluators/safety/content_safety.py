@@ -241,4 +241,8 @@ class ContentSafetyEvaluator(SafetyJudge):
             return [ev.failure(exc) for ev in self.evaluators.values()]
         found: Severities = answer.value
         props = {**answer.properties, "one_call": True}
-        return [ev.severity(found[c][0], found[c][1], props) for c, ev in self.evaluators.items()]
+        # the one request and reply are shown once, with the first category: four copies of the
+        # prompt in every row would only make the stored outputs four times larger
+        brief = {k: v for k, v in props.items() if k not in ("sample_input", "sample_output")}
+        return [ev.severity(found[c][0], found[c][1], props if i == 0 else brief)
+                for i, (c, ev) in enumerate(self.evaluators.items())]
