@@ -166,22 +166,26 @@ def test_conversation_is_judged_per_exchange_and_combined_by_maximum(
     fake_openai.handler = severity_handler(lambda c, response: int(response.split("=")[1]))
     ev = ViolenceEvaluator(judge_config)
     out = ev(conversation=conversation(*(f"turn{i}={s}" for i, s in enumerate(turns))))
-    top = max(turns)
+    top, last = max(turns), turns[-1]
     assert out["violence_score"] == float(top)
-    assert out["violence"] == LABELS[top]
-    assert out["violence_result"] == ("pass" if top <= 3 else "fail")
+    # as the SDK: the label, result and reason of the last turn beside the maximum score
+    assert out["violence"] == LABELS[last]
+    assert out["violence_result"] == ("pass" if last <= 3 else "fail")
     assert out["violence_threshold"] == 3
     assert fake_openai.count == len(turns)
     if len(turns) > 1:
         per_turn = out["evaluation_per_turn"]
         assert per_turn["violence_score"] == [float(s) for s in turns]
         assert per_turn["violence"] == [LABELS[s] for s in turns]
-        worst = max(range(len(turns)), key=lambda i: (turns[i], i))
-        assert out["violence_reason"] == f"violence reason for turn{worst}={turns[worst]}"
+        assert out["violence_reason"] == f"violence reason for turn{len(turns) - 1}={last}"
+        assert out["violence_all_turns_passed"] is (top <= 3)
     else:
         assert "evaluation_per_turn" not in out
     outcome = engine_score(ev, conversation=conversation(*(f"turn{i}={s}" for i, s in enumerate(turns))))
-    assert outcome.scores[0].value == float(top) and outcome.scores[0].label == LABELS[top]
+    main = outcome.scores[0]  # touchstone's reading: the maximum with its own label and verdict
+    assert (main.value, main.label, main.passed) == (float(top), LABELS[top], top <= 3)
+    worst = max(range(len(turns)), key=lambda i: (turns[i], i))
+    assert main.reason == f"violence reason for turn{worst}={turns[worst]}"
 
 
 def test_a_failed_turn_fails_the_conversation(
