@@ -31,13 +31,21 @@ from judge_throughput import CAP, CAPACITY, LATENCY, free_port, start_server  # 
 def write_data(path: Path, n: int) -> None:
     with path.open("w") as fh:
         for i in range(n):
-            fh.write(json.dumps({
-                "query": f"Tell me about the history of castle number {i}.",
-                "response": f"Castle {i} was built in {1100 + i % 700} and besieged twice; it is now a museum.",
-            }) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "query": f"Tell me about the history of castle number {i}.",
+                        "response": f"Castle {i} was built in {1100 + i % 700} and besieged twice; "
+                        "it is now a museum.",
+                    }
+                )
+                + "\n"
+            )
 
 
-def run(base_url: str, data: Path, one_call: bool, work: Path, transport: str, concurrency: int) -> dict[str, Any]:
+def run(
+    base_url: str, data: Path, one_call: bool, work: Path, transport: str, concurrency: int
+) -> dict[str, Any]:
     import openai  # noqa: F401 - imported before the clock
 
     from touchstone import ContentSafetyEvaluator, evaluate
@@ -46,9 +54,14 @@ def run(base_url: str, data: Path, one_call: bool, work: Path, transport: str, c
     ev = ContentSafetyEvaluator(model, one_call=one_call)
     work.mkdir(exist_ok=True)
     t = time.perf_counter()
-    result = evaluate(data=str(data), evaluators={"content_safety": ev},
-                      store=work / f"runs-{one_call}.db", concurrency=concurrency, cache=False,
-                      http_transport=transport)
+    result = evaluate(
+        data=str(data),
+        evaluators={"content_safety": ev},
+        store=work / f"runs-{one_call}.db",
+        concurrency=concurrency,
+        cache=False,
+        http_transport=transport,
+    )
     elapsed = time.perf_counter() - t
     judge = result.run.get("judge", {})
     stats = judge.get("stats", {})
@@ -69,7 +82,9 @@ def run(base_url: str, data: Path, one_call: bool, work: Path, transport: str, c
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--transport", default="aiohttp")
     parser.add_argument("--concurrency", type=int, default=CAP)
@@ -97,12 +112,16 @@ def main() -> None:
         server.terminate()
         server.wait(10)
 
-    print(f"\nserver capacity: {CAP} concurrent / {LATENCY} s = {CAPACITY:.0f} calls/s; "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"\nserver capacity: {CAP} concurrent / {LATENCY} s = {CAPACITY:.0f} calls/s; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     for r in results:
-        print(f"{r['label']}: {r['rows']} rows, {r['failed']} failed, {r['seconds']} s, "
-              f"{r['calls_per_row']} calls/row, {r['rows_per_s']} rows/s, {r['calls_per_s']} calls/s "
-              f"= {100 * r['share_of_capacity']:.1f}% of capacity")
+        print(
+            f"{r['label']}: {r['rows']} rows, {r['failed']} failed, {r['seconds']} s, "
+            f"{r['calls_per_row']} calls/row, {r['rows_per_s']} rows/s, {r['calls_per_s']} calls/s "
+            f"= {100 * r['share_of_capacity']:.1f}% of capacity"
+        )
     if len(results) == 2 and results[0]["seconds"]:
         print(f"one call per row is {results[1]['seconds'] / results[0]['seconds']:.2f}x faster per row")
 
