@@ -299,10 +299,22 @@ def main() -> None:
     parser.add_argument("--sdk-rows", type=int, default=None, help="rows for the SDK (default: all of them)")
     parser.add_argument("--sdk-python", default="/tmp/azvenv/bin/python")
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--touchstone-only", action="store_true",
+                        help="time touchstone's evaluate() alone (after a 1,000-row warm-up), with its CPU")
     args = parser.parse_args()
 
     rows = make_rows(args.rows)
     print(f"{len(rows)} rows, {os.cpu_count()} CPUs", flush=True)
+    if args.touchstone_only:
+        import resource
+
+        touchstone_run(rows[:1000], args.workers)
+        cpu = time.process_time()
+        t_ts, _ = touchstone_run(rows, args.workers)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        print(f"touchstone evaluate(): {t_ts:.1f} s; CPU: this process {time.process_time() - cpu:.1f} s, "
+              f"worker processes {children.ru_utime + children.ru_stime:.1f} s")
+        return
 
     costs = per_metric_costs(rows[:5000])
     print(
