@@ -182,6 +182,73 @@ def exchange_inputs(
     return rows
 
 
+MESSAGE_ROLES = ("user", "assistant", "system", "tool", "developer")
+"""The roles a message of a bare ``messages=[...]`` argument may have (the SDK's list)."""
+
+
+_NOT_IN_EXCHANGES = ("tool", "developer")
+
+
+def bare_messages_problem(messages: Any) -> str | None:
+    """Why ``messages`` (the SDK's bare ``messages=[...]`` argument) cannot be judged, as the SDK's
+    checking evaluators (relevance, fluency) say it: a non-empty list of dicts, each with a known
+    role, with at least one user and one assistant message. None when it can."""
+    if not isinstance(messages, list):
+        return "messages must be provided as a list of message dictionaries."
+    if not messages:
+        return "messages list must not be empty."
+    roles: set[Any] = set()
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            return (
+                f"Each item in 'messages' must be a dictionary, but item at index {index} is "
+                f"{type(message).__name__}."
+            )
+        role = message.get("role")
+        if role is None:
+            return f"Each message must contain a 'role' key, but message at index {index} is missing it."
+        if role not in MESSAGE_ROLES:
+            return f"Invalid role {role!r} at message index {index}. Must be one of: {sorted(MESSAGE_ROLES)}."
+        roles.add(role)
+    for needed in ("user", "assistant"):
+        if needed not in roles:
+            return f"messages must contain at least one message with role {needed!r}."
+    return None
+
+
+def messages_as_conversation(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """``inputs`` with a bare ``messages=[...]`` read as the SDK reads it, as a conversation: the
+    messages become ``conversation["messages"]``, a ``context`` its global context, a
+    ``tool_definitions`` its tool definitions, and a ``ground_truth`` is given to every assistant
+    message that has none of its own (copies: the caller's messages are not changed). Tool and
+    developer messages are left out: no exchange reads them, and a conversation has no such roles.
+    Inputs with a conversation already, or without messages, are returned as they are (less
+    ``messages``)."""
+    out = dict(inputs)
+    messages = out.pop("messages", None)
+    if out.get("conversation") is not None or messages is None:
+        return out
+    if isinstance(messages, list):
+        messages = [
+            m for m in messages if not (isinstance(m, Mapping) and m.get("role") in _NOT_IN_EXCHANGES)
+        ]
+    conversation: dict[str, Any] = {"messages": messages}
+    for name in ("context", "tool_definitions"):
+        value = out.pop(name, None)
+        if value is not None:
+            conversation[name] = value
+    ground_truth = out.pop("ground_truth", None)
+    if ground_truth is not None and isinstance(messages, list):
+        conversation["messages"] = [
+            {**m, "ground_truth": ground_truth}
+            if isinstance(m, Mapping) and m.get("role") == "assistant" and "ground_truth" not in m
+            else m
+            for m in messages
+        ]
+    out["conversation"] = conversation
+    return out
+
+
 def aggregator(how: str) -> Callable[[list[Any]], Any]:
     """The function applied to a key's per-turn numbers: the SDK's mean (a float, ``sum / n``, so
     booleans give the share of True), or ``min`` / ``max`` (the value as it is)."""
@@ -335,10 +402,13 @@ def combine_turns(evaluator: JudgeEvaluator, outs: Sequence[Outputs]) -> Outputs
 
 __all__ = [
     "CONVERSATION_MODES",
+    "MESSAGE_ROLES",
     "Turn",
+    "bare_messages_problem",
     "combine_outputs",
     "combine_turns",
     "exchange_inputs",
+    "messages_as_conversation",
     "per_turn_columns",
     "score_conversation",
     "split_turns",

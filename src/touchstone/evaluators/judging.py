@@ -25,7 +25,13 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from touchstone.errors import ConfigurationError
+from touchstone._exceptions import ErrorCategory
+from touchstone.errors import (
+    ConfigurationError,
+    InputValidationError,
+    Problem,
+    missing_input_classification,
+)
 from touchstone.evaluators.base import Evaluator, Outputs, check_options, describe_exception
 from touchstone.evaluators.parsing import ParsedReply, Scale, parse_judge_reply
 from touchstone.evaluators.prompting import PromptTemplate, load_prompt
@@ -429,6 +435,11 @@ class JudgeEvaluator(Evaluator):
     scale: ClassVar[Scale] = Scale(1, 5)
     default_aggregation: ClassVar[Aggregation] = "mean"
     gpt_alias: ClassVar[bool] = True
+    messages_input: ClassVar[str | None] = None
+    """Whether the metric takes the SDK's bare ``messages=[...]`` (read as a conversation, see
+    :func:`touchstone.evaluators.conversation.messages_as_conversation`): None when it does not,
+    ``"checked"`` when the messages are checked first as the SDK checks them (relevance, fluency),
+    ``"as_is"`` when they are read unchecked, an empty list judging nothing (the SDK's retrieval)."""
 
     def __init__(
         self,
@@ -579,8 +590,33 @@ class JudgeEvaluator(Evaluator):
         """Outputs of one judgement."""
         return self.result(j.score, reason=j.reason, properties=j.properties, **extra)
 
+    # ------------------------------------------------------------------ calling
+    def check_call_inputs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The base checks, after a bare ``messages=[...]`` is read as a conversation (where the
+        metric takes one: :attr:`messages_input`)."""
+        if self.messages_input is None or kwargs.get("messages") is None:
+            return super().check_call_inputs(kwargs)
+        from touchstone.evaluators.conversation import bare_messages_problem, messages_as_conversation
+
+        if self.messages_input == "checked":
+            problem = bare_messages_problem(kwargs["messages"])
+            if problem is not None:
+                _, target = missing_input_classification(type(self))
+                raise InputValidationError([Problem(self.metric, None, "messages", problem)],
+                                           category=ErrorCategory.INVALID_VALUE, target=target)
+        inputs = messages_as_conversation(kwargs)
+        conversation = inputs.get("conversation")
+        if isinstance(conversation, Mapping) and conversation.get("messages") == []:
+            # unchecked, an empty message list has no exchange to judge (the SDK returns {})
+            return {k: v for k, v in inputs.items() if v is not None}
+        return super().check_call_inputs(inputs)
+
     # ------------------------------------------------------------------ dispatch
     async def _ascore(self, **inputs: Any) -> Outputs:
+        if self.messages_input is not None and inputs.get("messages") is not None:
+            from touchstone.evaluators.conversation import messages_as_conversation
+
+            inputs = messages_as_conversation(inputs)
         conversation = inputs.get("conversation")
         if conversation is not None:
             from touchstone.evaluators.conversation import score_conversation

@@ -208,6 +208,7 @@ class RelevanceEvaluator(JudgeEvaluator):
     inputs = (_QUERY, _RESPONSE, _CONTEXT, _CONVERSATION)
     input_modes = (("query", "response"), ("conversation",))
     description = "LLM judge: does the response address the query (1-5)"
+    messages_input = "checked"
 
     def __init__(
         self,
@@ -371,6 +372,7 @@ class FluencyEvaluator(CoherenceEvaluator):
     inputs = (_QUERY, _RESPONSE, _CONVERSATION)
     input_modes = (("response",), ("conversation",))
     description = "LLM judge: grammar, syntax and vocabulary of the response (1-5)"
+    messages_input = "checked"
     prompt_name: ClassVar[str] = "fluency"
 
 

@@ -48,6 +48,7 @@ class RetrievalEvaluator(JudgeEvaluator):
     inputs = (_QUERY, _CONTEXT, _CONVERSATION)
     input_modes = (("query", "context"), ("conversation",))
     description = "LLM judge: do the retrieved documents serve the query (1-5)"
+    messages_input = "as_is"
 
     def __init__(self, model_config: Any, *, threshold: float | None = 3, **kwargs: Any) -> None:
         super().__init__(model_config, threshold=threshold, **kwargs)

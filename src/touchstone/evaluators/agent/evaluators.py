@@ -42,7 +42,7 @@ from touchstone.evaluators.agent.messages import (
     tool_calls_in,
 )
 from touchstone.evaluators.base import InputSpec, Outputs
-from touchstone.evaluators.conversation import NOT_PROMOTED
+from touchstone.evaluators.conversation import NOT_PROMOTED, no_exchange
 from touchstone.evaluators.judging import JudgeEvaluator, ask
 from touchstone.evaluators.parsing import Scale
 from touchstone.evaluators.prompting import PromptTemplate, load_prompt
@@ -403,6 +403,8 @@ class ResponseCompletenessEvaluator(AgentJudgeEvaluator):
         if inputs.get("conversation") is not None or inputs.get("messages") is not None:
             value = inputs.get("conversation")
             if value is None:
+                if inputs.get("messages") == []:
+                    return  # the SDK judges nothing and returns {}
                 value = {"messages": inputs.get("messages")}
             problem = self.checker.conversation_problem(value)
             if problem:
@@ -416,6 +418,8 @@ class ResponseCompletenessEvaluator(AgentJudgeEvaluator):
 
     async def _ascore(self, **inputs: Any) -> Outputs:
         messages = inputs.get("messages")
+        if inputs.get("conversation") is None and messages == []:
+            return no_exchange(self)
         if inputs.get("conversation") is None and messages is not None:
             # the SDK reads a bare message list as a conversation, the row's ground truth stamped on
             # each reply that has none of its own
