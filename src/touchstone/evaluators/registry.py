@@ -23,6 +23,7 @@ _MODULES = [
     "touchstone.evaluators.perplexity",
     "touchstone.evaluators.agent",
     "touchstone.evaluators.safety",
+    "touchstone.evaluators.rag.metrics",
 ]
 _loaded = False
 

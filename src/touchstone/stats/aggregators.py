@@ -116,6 +116,12 @@ def pass_rate(col: ScoreColumn) -> dict[str, Any]:
     return {"pass_rate": n_passed / len(col.passed), "n_passed": n_passed}
 
 
+@aggregator("total")
+def total(col: ScoreColumn) -> dict[str, Any]:
+    """Sum of the values over the rows that scored (e.g. claims checked over the run)."""
+    return {"total": float(col.values.sum())} if len(col.values) else {"total": 0.0}
+
+
 WILSON_Z95 = NormalDist().inv_cdf(0.975)
 
 

@@ -1,0 +1,9 @@
+"""Imports the claim-based RAG metrics so that the registry lists them (one line in the registry's
+``_MODULES``)."""
+
+from __future__ import annotations
+
+from touchstone.evaluators.rag.context_recall import ContextRecallEvaluator
+from touchstone.evaluators.rag.faithfulness import FaithfulnessEvaluator
+
+__all__ = ["ContextRecallEvaluator", "FaithfulnessEvaluator"]
