@@ -78,7 +78,7 @@ class VerdictListReply(BaseModel):
     verdicts: list[IndexedVerdict]
 
 
-def _strict(model: type[BaseModel]) -> dict[str, Any]:
+def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema with every property required and nothing else allowed (OpenAI's
     strict structured output wants both)."""
     schema = model.model_json_schema()
@@ -98,9 +98,9 @@ def _strict(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
-CLAIM_CHECK_SCHEMA = _strict(ClaimCheckReply)
-CLAIM_LIST_SCHEMA = _strict(ClaimListReply)
-VERDICT_LIST_SCHEMA = _strict(VerdictListReply)
+CLAIM_CHECK_SCHEMA = strict_schema(ClaimCheckReply)
+CLAIM_LIST_SCHEMA = strict_schema(ClaimListReply)
+VERDICT_LIST_SCHEMA = strict_schema(VerdictListReply)
 
 
 @dataclass(frozen=True)
@@ -266,6 +266,7 @@ __all__ = [
     "evidence",
     "extract_claims",
     "numbered",
+    "strict_schema",
     "verdict_list_reader",
     "verify_claims",
 ]
