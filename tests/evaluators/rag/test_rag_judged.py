@@ -24,8 +24,9 @@ Handler = Callable[[FakeRequest], str]
 
 
 def claims_reply(*verdicts: tuple[str, bool, str], refusal: bool = False) -> str:
-    return json.dumps({"claims": [{"claim": c, "reason": f"why {c}", "verdict": "supported" if ok else "unsupported",
-                                   "document": doc} for c, ok, doc in verdicts], "refusal": refusal})
+    items = [{"claim": c, "reason": f"why {c}", "verdict": "supported" if ok else "unsupported",
+              "document": doc} for c, ok, doc in verdicts]
+    return json.dumps({"claims": items, "refusal": refusal})
 
 
 def schema_name(req: FakeRequest) -> str:
@@ -54,7 +55,8 @@ def test_faithfulness_scripted_verdicts(fake: FakeOpenAIServer) -> None:
     assert out["faithfulness"] == pytest.approx(3 / 4)
     assert fake.count == 1  # claims split and verified in one call
     props = out["faithfulness_properties"]
-    assert props["claims"][0] == {"claim": "A", "verdict": "supported", "document": "doc-1", "reason": "why A"}
+    first = {"claim": "A", "verdict": "supported", "document": "doc-1", "reason": "why A"}
+    assert props["claims"][0] == first
     assert props["claims"][1]["verdict"] == "unsupported" and props["claims"][1]["document"] is None
     assert props["claims"][3]["document"] is None  # an unknown document id is not kept
     assert out["faithfulness_claims"] == 4 and out["faithfulness_refusal"] == 0

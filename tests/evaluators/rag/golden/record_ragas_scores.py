@@ -42,11 +42,13 @@ def main() -> None:
     p_metric, e_metric = LLMContextPrecisionWithReference(), ContextEntityRecall()
     for _ in range(N):
         v = [rng.random() < 0.6 for _ in range(rng.randint(1, 12))]
-        out = NLIStatementOutput(statements=[
-            StatementFaithfulnessAnswer(statement=f"s{i}", reason="", verdict=int(x)) for i, x in enumerate(v)])
+        out = NLIStatementOutput(statements=[StatementFaithfulnessAnswer(statement=f"s{i}", reason="",
+                                                                         verdict=int(x))
+                                             for i, x in enumerate(v)])
         faith.append({"verdicts": v, "ragas": f_metric._compute_score(out)})
         v = [rng.random() < 0.5 for _ in range(rng.randint(1, 12))]
-        cls = [ContextRecallClassification(statement=f"s{i}", reason="", attributed=int(x)) for i, x in enumerate(v)]
+        cls = [ContextRecallClassification(statement=f"s{i}", reason="", attributed=int(x))
+               for i, x in enumerate(v)]
         recall.append({"verdicts": v, "ragas": r_metric._compute_score(cls)})
         v = [rng.random() < 0.4 for _ in range(rng.randint(0, 10))]
         ver = [Verification(reason="", verdict=int(x)) for x in v]
