@@ -103,14 +103,17 @@ def test_invalid_configurations_raise_a_typed_error(given: Any, category: ErrorC
     assert KEY not in str(info.value)
 
 
-def test_azure_without_deployment_fails_when_the_judge_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_azure_without_deployment_fails_when_the_judge_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AZURE_OPENAI_DEPLOYMENT", raising=False)
     monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
-    config = AzureOpenAIModelConfiguration(type="azure_openai", api_key=KEY)
-    evaluator = CoherenceEvaluator(config)  # built: nothing checked yet
-    with pytest.raises(EvaluationException, match="needs azure_") as info:
-        evaluator(query="q", response="r")
+    config = AzureOpenAIModelConfiguration(type="azure_openai", api_key=KEY)  # a dict: nothing checked
+    with pytest.raises(EvaluationException, match="needs 'azure_") as info:
+        CoherenceEvaluator(config)  # checked when the evaluator is built, as the SDK checks it
     assert info.value.category is ErrorCategory.MISSING_FIELD and KEY not in str(info.value)
+    # completed from the environment: built, resolved when the judge is first used
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "https://example.openai.azure.com")
+    monkeypatch.setenv("AZURE_OPENAI_DEPLOYMENT", "gpt-4o")
+    assert CoherenceEvaluator(config).model_config is config
 
 
 def test_model_config_from_env_builds_sdk_dicts(monkeypatch: pytest.MonkeyPatch) -> None:

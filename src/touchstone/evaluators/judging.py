@@ -70,6 +70,65 @@ def no_judge_error(metric: str) -> ConfigurationError:
     )
 
 
+_CONFIG_TEXT_KEYS = ("type", "model", "api_key", "base_url", "organization", "azure_endpoint",
+                     "azure_deployment", "api_version", "provider_name")
+
+
+def _config_shape_problem(config: Mapping[str, Any]) -> str | None:
+    """What the compatible SDK rejects in a model configuration dict when a judge evaluator is
+    built, less what touchstone completes later (an API key from the environment or none for a
+    local server, touchstone's own keys): an unknown ``type`` or key, a non-text value where text
+    is expected, ``extra_headers`` that is not a dict of texts, an OpenAI configuration without
+    ``model``, an Azure one without endpoint or deployment (in it or in the environment)."""
+    import os
+    from dataclasses import fields as dataclass_fields
+
+    from touchstone.judges.config import AzureOpenAIConfig, OpenAIConfig, ProviderModelConfiguration
+
+    kind = config.get("type")
+    if kind is not None and kind not in ("openai", "azure_openai", "provider"):
+        return f"unknown model configuration type {kind!r} (expected 'openai' or 'azure_openai')"
+    known = {f.name for c in (OpenAIConfig, AzureOpenAIConfig, ProviderModelConfiguration)
+             for f in dataclass_fields(c)}
+    unknown = sorted(str(k) for k in config if k not in known)
+    if unknown:
+        return f"the model configuration has unknown keys: {unknown}"
+    for key in _CONFIG_TEXT_KEYS:
+        if config.get(key) is not None and not isinstance(config[key], str):
+            return f"the model configuration's {key!r} must be a string, not {type(config[key]).__name__}"
+    headers = config.get("extra_headers")
+    if headers is not None and not (
+        isinstance(headers, Mapping) and all(isinstance(v, str) for v in headers.values())
+    ):
+        return "the model configuration's 'extra_headers' must be a dict of strings to strings"
+    azure_keys = "azure_endpoint" in config or "azure_deployment" in config
+    if kind == "azure_openai" or (kind is None and azure_keys):
+        for key, env in (
+            ("azure_endpoint", "AZURE_OPENAI_ENDPOINT"),
+            ("azure_deployment", "AZURE_OPENAI_DEPLOYMENT"),
+        ):
+            if not config.get(key) and not os.environ.get(env):
+                return f"an Azure OpenAI model configuration needs {key!r} (or ${env})"
+    elif kind != "provider" and "provider_name" not in config and not config.get("model"):
+        return "an OpenAI model configuration needs 'model' (e.g. 'gpt-4o-mini')"
+    return None
+
+
+def check_model_config(config: Any) -> None:
+    """Raise a :class:`~touchstone.errors.ConfigurationError` (category ``MISSING_FIELD``, as the SDK
+    classifies every malformed configuration) when a model configuration dict cannot work, so that a
+    judge evaluator fails when it is built, as the SDK's does. Resolved configurations and anything
+    that is not a dict are left to :func:`touchstone.judges.config.as_model_config` at first use."""
+    if not isinstance(config, dict):
+        return
+    problem = _config_shape_problem(config)
+    if problem is not None:
+        from touchstone._exceptions import ErrorTarget
+
+        raise ConfigurationError(f"Model config validation failed: {problem}.",
+                                 category=ErrorCategory.MISSING_FIELD, target=ErrorTarget.MODELS)
+
+
 def check_score_mode(score_mode: str) -> ScoreMode:
     if score_mode not in SCORE_MODES:
         raise ConfigurationError(f"score_mode must be one of {', '.join(SCORE_MODES)}, got {score_mode!r}")
@@ -466,6 +525,8 @@ class JudgeEvaluator(Evaluator):
         )
         if model_config is None:
             raise no_judge_error(self.metric)
+        if not self.judge_optional():
+            check_model_config(model_config)
         if (
             is_reasoning_model is not None
             and isinstance(model_config, Mapping)
@@ -479,6 +540,11 @@ class JudgeEvaluator(Evaluator):
             conversation_aggregation or self.default_aggregation
         )
         self._client: Any = None
+
+    def judge_optional(self) -> bool:
+        """Whether this instance can score without a judge (its model configuration is then not
+        checked when it is built). Default: no."""
+        return False
 
     @classmethod
     def option_names(cls) -> tuple[str, ...]:

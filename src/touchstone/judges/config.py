@@ -4,7 +4,9 @@
 and fields (``azure-ai-evaluation``'s typed dicts) and, as there, are plain dicts: ``isinstance(cfg,
 dict)``, ``json.dumps(cfg)``, ``cfg["api_version"] = ...`` and extra keys all work, and every function
 that takes a configuration accepts a dict of the same shape. Nothing is checked when one is built (a
-dict can be completed afterwards); :func:`as_model_config` reads it into a resolved configuration
+dict can be completed afterwards). A judge evaluator checks its shape when it is built, as the SDK's
+do (``touchstone.evaluators.judging.check_model_config``: unknown keys or type, missing model or
+Azure endpoint/deployment); :func:`as_model_config` reads it into a resolved configuration
 (:class:`OpenAIConfig`, :class:`AzureOpenAIConfig`, :class:`ProviderModelConfiguration`) when a judge
 is first used, and raises a :class:`~touchstone.errors.ConfigurationError` (an
 ``EvaluationException`` of category ``MISSING_FIELD`` or ``INVALID_VALUE``) then.
