@@ -24,6 +24,8 @@ _MODULES = [
     "touchstone.evaluators.agent",
     "touchstone.evaluators.safety",
     "touchstone.evaluators.rag.metrics",
+    "touchstone.evaluators.rag.relevance_metrics",
+    "touchstone.evaluators.groundedness_pro",
 ]
 _loaded = False
 
