@@ -700,8 +700,8 @@ def _placeholder_json(schema: dict[str, Any]) -> str:
             return s["enum"][0]
         if kind == "object":
             return {k: value(v) for k, v in (s.get("properties") or {}).items()}
-        if kind == "array":
-            return []
+        if kind == "array":  # as many items as the schema requires (a verdict per document...)
+            return [value(s.get("items") or {}) for _ in range(int(s.get("minItems", 0)))]
         if kind == "integer":
             return int(s.get("minimum", 0))
         if kind == "number":

@@ -184,3 +184,25 @@ def test_summary_counts_claims(fake: FakeOpenAIServer, tmp_path: Path) -> None:
     assert res.summary["faithfulness.faithfulness"]["mean"] == 0.5
     assert res.summary["faithfulness.faithfulness_claims"]["total"] == 6
     assert fake.count == 3
+
+
+def test_dry_run_counts_one_call_per_row_per_metric() -> None:
+    from touchstone.engine.dryrun import estimate
+    from touchstone.evaluators.rag.metrics import (
+        AnswerCorrectnessEvaluator,
+        ContextEntityRecallEvaluator,
+        ContextPrecisionEvaluator,
+        ContextRecallEvaluator,
+        FaithfulnessEvaluator,
+    )
+
+    cfg = {"model": "gpt-4o-mini", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk-test"}
+    classes = [FaithfulnessEvaluator, ContextRecallEvaluator, ContextPrecisionEvaluator,
+               ContextEntityRecallEvaluator]
+    evs: dict[str, Any] = {cls.metric: cls(cfg) for cls in classes}
+    evs["answer_correctness"] = AnswerCorrectnessEvaluator(cfg, weights=(1.0, 0.0))
+    data = [{"query": "q", "context": ["a", "b", "c"], "response": "r", "ground_truth": "g"}] * 4
+    est = estimate(data=data, evaluators=evs)
+    for name, ev in evs.items():
+        assert est.per_evaluator[name]["calls"] == 4 * ev.calls_per_row == 4, name
+        assert est.per_evaluator[name]["prompt_tokens"] > 0

@@ -80,8 +80,22 @@ class VerdictListReply(BaseModel):
 
 def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema with every property required and nothing else allowed (OpenAI's
-    strict structured output wants both)."""
+    strict structured output wants both), local references inlined (not every server resolves
+    them), titles and descriptions dropped (the prompt says what the fields mean)."""
     schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return inline(defs[ref.removeprefix("#/$defs/")])
+            return {k: inline(v) for k, v in node.items() if k not in ("title", "description")}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    schema = inline(schema)
 
     def close(node: Any) -> None:
         if isinstance(node, dict):

@@ -44,6 +44,13 @@ class ChunkVerdictsReply(BaseModel):
 CHUNK_SCHEMA = strict_schema(ChunkVerdictsReply)
 
 
+def chunk_schema(count: int) -> dict[str, Any]:
+    """The reply's schema for ``count`` documents: exactly that many verdicts."""
+    schema = strict_schema(ChunkVerdictsReply)
+    schema["properties"]["documents"].update(minItems=count, maxItems=count)
+    return schema
+
+
 def chunk_reader(count: int) -> Any:
     """A reader requiring exactly one verdict for every rank 1..``count``."""
     read_model = model_reader(ChunkVerdictsReply)
@@ -58,6 +65,9 @@ def chunk_reader(count: int) -> Any:
             if 1 <= item.rank <= count:
                 by_rank.setdefault(item.rank, item)
         missing = [k for k in range(1, count + 1) if k not in by_rank]
+        if missing and len(value.documents) == count:
+            # one verdict per document, in rank order, with the rank numbers garbled: read by order
+            return {k: item for k, item in enumerate(value.documents, 1)}, None
         if missing:
             return None, f"no verdict for the documents ranked {', '.join(map(str, missing))} (of {count})"
         return by_rank, None
@@ -117,7 +127,8 @@ class ContextPrecisionEvaluator(RagJudgeEvaluator):
         reply = await ask(self.client(), load_prompt("rag_context_precision"),
                           {"question": as_query(inputs.get("query")), "answer": answer,
                            "documents": format_documents(ranked)},
-                          chunk_reader(len(docs)), schema=CHUNK_SCHEMA, params={"answer_name": answer_name},
+                          chunk_reader(len(docs)), schema=chunk_schema(len(docs)),
+                          params={"answer_name": answer_name},
                           what="chunk verdicts")
         by_rank = reply.value
         useful = [by_rank[k].verdict == "useful" for k in range(1, len(docs) + 1)]
