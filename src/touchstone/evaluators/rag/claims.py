@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -95,7 +95,7 @@ def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
             return [inline(v) for v in node]
         return node
 
-    schema = inline(schema)
+    schema = cast(dict[str, Any], inline(schema))
 
     def close(node: Any) -> None:
         if isinstance(node, dict):
