@@ -31,8 +31,11 @@ from touchstone.engine.outcome import UnscoredMetric, gate_failures, unscored_me
 from touchstone.engine.planning import (
     EvaluationPlan,
     JudgeChoice,
+    choose_metrics,
     column_mapping_config,
+    data_columns,
     judge_options,
+    mapped_inputs,
     plan_evaluation,
 )
 from touchstone.errors import ConfigurationError, InputValidationError, RunAbortedError
@@ -157,11 +160,18 @@ def _exit_status(
 
 def eval_command(
     data: Path = typer.Argument(..., help="Input rows: JSONL (one object per line), CSV or Parquet."),
-    metrics: str = typer.Option(
-        "f1_score,exact_match",
+    metrics: str | None = typer.Option(
+        None,
         "--metrics",
         "-m",
-        help="Comma-separated metric names (see `touchstone metrics`).",
+        help="Comma-separated metric names (see `touchstone metrics`; default f1_score,exact_match).",
+    ),
+    preset: str | None = typer.Option(
+        None,
+        "--preset",
+        help="A named set of metrics, with --metrics added to it: rag (faithfulness, answer_relevancy, "
+        "context_relevance, and ranking's precision@k / recall@k when the rows have retrieved_documents "
+        "and retrieval_ground_truth).",
     ),
     out_dir: Path | None = typer.Option(
         None, "--out", "-o", help="Write rows.jsonl and summary.json into this directory."
@@ -250,10 +260,13 @@ def eval_command(
     any row, or when the run was stopped early; 2 when the input or an option is invalid."""
     try:
         # parsed in this order so that the first bad option is the one reported, as before
-        metric_names = parse_names(metrics, "--metrics")
+        named = parse_names(metrics, "--metrics") if metrics is not None else None
         threshold_values = parse_floats(thresholds, "--threshold")
         minimum_values = parse_floats(minimums, "--min")
         evaluator_config = column_mapping_config(parse_pairs(maps, "--map"))
+        # a preset's conditional metrics depend on the inputs the rows provide
+        inputs = mapped_inputs(data_columns(data), evaluator_config) if preset and not resume else None
+        metric_names = choose_metrics(named, preset, inputs)
         plan = plan_evaluation(
             metric_names,
             threshold_values,

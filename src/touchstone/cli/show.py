@@ -1,31 +1,99 @@
-"""``touchstone show``: a stored run again, as a table or as its summary document."""
+"""``touchstone show``: a stored run again, as a table or as its summary document, with the claim-level
+evidence of claim-based metrics (faithfulness, context_recall... and groundedness_pro's sentences)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import typer
+from rich.markup import escape
+from rich.table import Table
 
 from touchstone.cli.common import STORE_HELP, fail_input, open_run_store, out, summary_table
+
+EVIDENCE_LISTS = (("claims", "claim"), ("sentences", "sentence"))
+"""Where a row's properties keep claim-level evidence: a list of dicts under ``claims`` (each with
+``claim``, ``verdict``, ``document``, ``reason``) or ``sentences`` (``sentence``, ``verdict``...)."""
+
+
+def claim_evidence(
+    scores: Mapping[tuple[int, str], tuple[Mapping[str, Any], Any]],
+) -> list[dict[str, Any]]:
+    """Every claim-level verdict of a run, in row order: ``{row, evaluator, metric, claim, verdict,
+    document, reason}``, read from the ``<m>_properties`` of each stored result."""
+    found: list[dict[str, Any]] = []
+    for (row, evaluator), (outputs, _) in sorted(scores.items()):
+        for key, props in outputs.items():
+            if not (key.endswith("_properties") and isinstance(props, Mapping)):
+                continue
+            for list_key, text_key in EVIDENCE_LISTS:
+                items = props.get(list_key)
+                if not isinstance(items, list):
+                    continue
+                for item in items:
+                    if isinstance(item, Mapping) and text_key in item and "verdict" in item:
+                        found.append({"row": row, "evaluator": evaluator,
+                                      "metric": key[: -len("_properties")], "claim": str(item[text_key]),
+                                      "verdict": str(item["verdict"]), "document": item.get("document"),
+                                      "reason": str(item.get("reason") or "")})
+    return found
+
+
+_GOOD = ("supported", "grounded", "entailment")
+
+
+def evidence_table(evidence: list[dict[str, Any]], rows: int) -> tuple[Table, int]:
+    """The evidence of the first ``rows`` rows as a table, and how many rows with evidence are left."""
+    shown_rows = sorted({e["row"] for e in evidence})
+    keep = set(shown_rows[:rows]) if rows >= 0 else set(shown_rows)
+    table = Table(title="claim-level evidence", title_justify="left")
+    for name, style in (("row", "bold"), ("metric", ""), ("claim", ""), ("verdict", ""), ("document", ""),
+                        ("reason", "dim")):
+        table.add_column(name, style=style or None, overflow="fold")
+    for e in evidence:
+        if e["row"] not in keep:
+            continue
+        colour = "green" if e["verdict"] in _GOOD else "red"
+        table.add_row(str(e["row"]), escape(e["metric"]), escape(e["claim"]),
+                      f"[{colour}]{escape(e['verdict'])}[/]", escape(str(e["document"] or "-")),
+                      escape(e["reason"]))
+    return table, len(shown_rows) - len(keep)
 
 
 def show_command(
     run_id: str = typer.Argument(..., help="A run id from `touchstone runs`."),
     store: Path | None = typer.Option(None, "--store", envvar="TOUCHSTONE_STORE", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the stored summary document as JSON."),
+    evidence_rows: int = typer.Option(
+        10, "--evidence-rows",
+        help="Rows whose claim-level verdicts are listed (claim, verdict, document, reason); "
+        "0: none, -1: all.",
+    ),
 ) -> None:
-    """Print a stored run again: its summary table, or its summary document with --json."""
+    """Print a stored run again: its summary table and the claim-level evidence of claim-based
+    metrics, or its summary document (with the evidence) with --json."""
     run_store = open_run_store(store)
     info = run_store.get_run(run_id)
     if info is None:
         raise fail_input(f"no run {run_id!r} in {run_store.path}; see `touchstone runs`")
     summary = (info.summary or {}).get("summary", {})
+    evidence = claim_evidence(run_store.get_scores(run_id)) if evidence_rows != 0 else []
     if as_json:
         doc = {"metrics": info.metrics or {}, "summary": summary, "run": info.as_dict()}
+        if evidence:
+            doc["evidence"] = evidence
         out.print_json(json.dumps(doc, default=str))
         return
     out.print(summary_table(summary, title=f"run {info.id} — {info.status} — {info.config.get('data')}"))
     out.print(
         f"started {info.started}, finished {info.finished or '-'}, package {info.version}", highlight=False
     )
+    if evidence:
+        table, left = evidence_table(evidence, evidence_rows)
+        out.print(table)
+        if left:
+            out.print(f"{left} more rows have claim-level evidence (--evidence-rows -1 lists them all)",
+                      highlight=False)

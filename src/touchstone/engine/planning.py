@@ -8,7 +8,7 @@ can do the same and get the same runs. Nothing here prints or exits.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,6 +116,88 @@ def build_evaluators(
     for name in names:
         registry.get(name)  # report an unknown name before building anything
     return {name: registry.create(name, threshold=thresholds.get(name), **options) for name in names}
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named set of metrics (``--preset NAME``): ``metrics`` always, and each metric of ``when_present``
+    only when the data has every input it names (a column of that name, or one mapped to it)."""
+
+    name: str
+    description: str
+    metrics: tuple[str, ...]
+    when_present: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+PRESETS: dict[str, Preset] = {
+    preset.name: preset
+    for preset in (
+        Preset(
+            "rag",
+            "the RAG triad (faithfulness, answer_relevancy, context_relevance), plus precision@k and "
+            "recall@k (the ranking metric) when retrieved ids and relevance labels are present",
+            ("faithfulness", "answer_relevancy", "context_relevance"),
+            (("ranking", ("retrieved_documents", "retrieval_ground_truth")),),
+        ),
+    )
+}
+"""The presets by name: one row per preset (add a row to add one)."""
+
+
+def mapped_inputs(columns: Collection[str], evaluator_config: Mapping[str, Any]) -> set[str]:
+    """The input names the data provides: its columns, and the inputs the default column mapping
+    points at a present data column (or at the target's output, which exists once it has run)."""
+    present = set(columns)
+    mapping = ((evaluator_config.get("default") or {}).get("column_mapping") or {})
+    for name, ref in mapping.items():
+        ref = str(ref)
+        if ref.startswith("${data.") and ref.endswith("}"):
+            if ref[len("${data."):-1] in columns:
+                present.add(name)
+            else:
+                present.discard(name)
+        elif ref.startswith("${target."):
+            present.add(name)
+    return present
+
+
+def data_columns(data: str | os.PathLike[str]) -> set[str]:
+    """Every column of a data file (the keys of any of its rows)."""
+    from touchstone.data.loaders import load_records
+
+    columns: set[str] = set()
+    for record in load_records(os.fspath(data)):
+        columns.update(record.data)
+    return columns
+
+
+def preset_metrics(name: str, inputs: Collection[str] | None) -> list[str]:
+    """The metric names of preset ``name`` for data providing ``inputs`` (None: unknown, only the
+    unconditional metrics). An unknown preset raises InputValidationError listing the known ones."""
+    preset = PRESETS.get(name)
+    if preset is None:
+        known = ", ".join(sorted(PRESETS))
+        problem = Problem("--preset", None, None, f"unknown preset {name!r}; known: {known}")
+        raise InputValidationError([problem])
+    names = list(preset.metrics)
+    for metric, needs in preset.when_present:
+        if inputs is not None and all(n in inputs for n in needs):
+            names.append(metric)
+    return names
+
+
+def choose_metrics(
+    metric_names: Sequence[str] | None,
+    preset: str | None,
+    inputs: Collection[str] | None = None,
+    default: Sequence[str] = ("f1_score", "exact_match"),
+) -> list[str]:
+    """The metrics of a run: the preset's (for the data's ``inputs``) then the named ones not already
+    in it; ``default`` when neither is given."""
+    if preset is None:
+        return list(metric_names) if metric_names else list(default)
+    names = preset_metrics(preset, inputs)
+    return names + [m for m in (metric_names or ()) if m not in names]
 
 
 def stored_run_settings(store: str | os.PathLike[str] | None, run_id: str) -> StoredRunSettings:
