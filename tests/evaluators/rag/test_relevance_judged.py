@@ -114,7 +114,7 @@ def test_answer_relevancy_short_list_repaired_then_failure(fake: FakeOpenAIServe
     fake.handler = questions("only one?")
     ev = AnswerRelevancyEvaluator(config(fake), embedding_config="judge")
     out = score(ev, query=Q, response="Forty hours.")
-    assert "3 non-empty questions were asked for, the reply has 1" in out["answer_relevancy_error"]
+    assert "3 questions were asked for, the reply has 1" in out["answer_relevancy_error"]
     assert "after one repair" in out["answer_relevancy_error"]
     assert chat_calls(fake) == 2
 
@@ -126,6 +126,18 @@ def test_answer_relevancy_short_list_repaired_then_failure(fake: FakeOpenAIServe
     out = score(AnswerRelevancyEvaluator(config(fake), embedding_config="judge"), query=Q, response="40 h.")
     assert out["answer_relevancy"] == pytest.approx(expected_relevancy(Q, ["a?", "b?", "c?"]))
     assert out["answer_relevancy_properties"]["repaired"] is True
+
+
+def test_answer_relevancy_empty_questions(fake: FakeOpenAIServer) -> None:
+    fake.handler = questions("", "  ", "")
+    ev = AnswerRelevancyEvaluator(config(fake), embedding_config="judge")
+    out = score(ev, query=Q, response="Forty hours.")
+    assert out["answer_relevancy"] == 0.0
+    assert out["answer_relevancy_properties"]["outcome"] == "no_questions" and chat_calls(fake) == 1
+    fake.handler = questions("", "Which lantern lasts longest?", Q)
+    out = score(ev, query=Q, response="Forty hours, the Trailglow.")
+    expected = expected_relevancy(Q, ["Which lantern lasts longest?", Q])  # the empty one skipped
+    assert out["answer_relevancy"] == pytest.approx(expected)
 
 
 def test_answer_relevancy_local_embeddings(fake: FakeOpenAIServer) -> None:

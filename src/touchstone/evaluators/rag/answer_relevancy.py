@@ -18,8 +18,10 @@ Outcomes, never NaN (label of the main Score and ``answer_relevancy_properties["
 * ``questions``: the mean cosine (a cosine: below 0 only for opposed embeddings);
 * ``noncommittal``: 0.0, the response evades the question (no embedding is computed);
 * ``empty_response``: 0.0 without a judge call, an empty response answers nothing;
-* an empty question, or a reply without ``strictness`` questions after the one repair: a failed row
-  saying which.
+* ``no_questions``: 0.0 when every question the judge wrote is empty (ragas' collections metric
+  gives 0.0 there; its older one NaN); empty questions among others are skipped, as ragas skips them;
+* an empty question, or a reply with fewer than ``strictness`` questions after the one repair: a
+  failed row saying which.
 
 Secondary score ``answer_relevancy_noncommittal`` (1 or 0): the summary's ``total`` counts evasive
 responses.
@@ -57,15 +59,18 @@ class GeneratedQuestions(BaseModel):
     noncommittal: bool
 
 
-QUESTIONS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "questions": {"type": "array", "items": {"type": "string"}},
-        "noncommittal": {"type": "boolean"},
-    },
-    "required": ["questions", "noncommittal"],
-    "additionalProperties": False,
-}
+def questions_schema(count: int) -> dict[str, Any]:
+    """The reply's JSON schema: ``count`` questions (``minItems``, so that a placeholder reply, as
+    the dry run makes, has them all), then the noncommittal flag."""
+    return {
+        "type": "object",
+        "properties": {
+            "questions": {"type": "array", "items": {"type": "string"}, "minItems": count},
+            "noncommittal": {"type": "boolean"},
+        },
+        "required": ["questions", "noncommittal"],
+        "additionalProperties": False,
+    }
 
 
 def relevancy(question: np.ndarray, generated: Sequence[np.ndarray], noncommittal: Sequence[bool]) -> float:
@@ -80,8 +85,8 @@ def relevancy(question: np.ndarray, generated: Sequence[np.ndarray], noncommitta
 
 
 def questions_reader(count: int) -> Any:
-    """Reads the reply: valid JSON with at least ``count`` non-empty questions (the first ``count``
-    are kept); otherwise the cause says how many were missing."""
+    """Reads the reply: valid JSON with at least ``count`` questions (the first ``count`` are kept,
+    empty ones dropped); otherwise the cause says how many were missing."""
     read_model = model_reader(GeneratedQuestions)
 
     def read(text: str) -> tuple[GeneratedQuestions | None, str | None]:
@@ -89,10 +94,11 @@ def questions_reader(count: int) -> Any:
         if error is not None:
             return None, error
         assert isinstance(value, GeneratedQuestions)
-        questions = [q.strip() for q in value.questions if isinstance(q, str) and q.strip()]
-        if len(questions) < count:
-            return None, f"{count} non-empty questions were asked for, the reply has {len(questions)}"
-        return GeneratedQuestions(questions=questions[:count], noncommittal=value.noncommittal), None
+        if len(value.questions) < count:
+            return None, f"{count} questions were asked for, the reply has {len(value.questions)}"
+        # an empty question is skipped, as ragas skips it; none at all is the no_questions outcome
+        questions = [q.strip() for q in value.questions[:count] if q.strip()]
+        return GeneratedQuestions(questions=questions, noncommittal=value.noncommittal), None
 
     return read
 
@@ -212,12 +218,17 @@ class AnswerRelevancyEvaluator(RagJudgeEvaluator):
                                reason="The response is empty: it answers nothing.",
                                answer_relevancy_noncommittal=0)
         answer = await ask(self.client(), load_prompt("rag_answer_relevancy"), {"response": response},
-                           questions_reader(self.strictness), schema=QUESTIONS_SCHEMA,
+                           questions_reader(self.strictness), schema=questions_schema(self.strictness),
                            params={"count": self.strictness}, what="questions")
         reply = answer.value
         assert isinstance(reply, GeneratedQuestions)
         props: dict[str, Any] = {**answer.properties, "noncommittal": reply.noncommittal,
                                  "embeddings": self.embedder.describe()}
+        if not reply.questions:
+            props["questions"] = []
+            return self.scored(0.0, outcome="no_questions", properties=props,
+                               reason="The judge found no question the response answers.",
+                               answer_relevancy_noncommittal=0)
         if reply.noncommittal:
             props["questions"] = [{"question": q} for q in reply.questions]
             return self.scored(0.0, outcome="noncommittal", properties=props,
@@ -240,5 +251,6 @@ __all__ = [
     "AnswerRelevancyEvaluator",
     "QuestionEmbedder",
     "questions_reader",
+    "questions_schema",
     "relevancy",
 ]
