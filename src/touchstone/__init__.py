@@ -25,6 +25,7 @@ from touchstone.evaluators.agent import (
 from touchstone.evaluators.base import Evaluator, FunctionEvaluator, InputSpec
 from touchstone.evaluators.bertscore import BertScoreEvaluator
 from touchstone.evaluators.custom import FunctionMetric, RubricEvaluator, function_metric, metrics_from_file
+from touchstone.evaluators.groundedness_pro import GroundednessProEvaluator
 from touchstone.evaluators.overlap import (
     BleuScoreEvaluator,
     ChrfScoreEvaluator,
@@ -86,6 +87,7 @@ __all__ = [
     "FunctionMetric",
     "GleuScoreEvaluator",
     "GroundednessEvaluator",
+    "GroundednessProEvaluator",
     "HateUnfairnessEvaluator",
     "IndirectAttackEvaluator",
     "InputSpec",
