@@ -17,6 +17,7 @@ from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest
 from touchstone import evaluate
 from touchstone.evaluators import registry
 from touchstone.evaluators.judging import JudgeReplyError
+from touchstone.evaluators.rag.answer_correctness import AnswerCorrectnessEvaluator
 from touchstone.evaluators.rag.claims import verify_claims
 from touchstone.judges.client import get_judge_client
 
@@ -164,12 +165,12 @@ def test_entity_recall_and_answer_correctness(fake: FakeOpenAIServer) -> None:
     ev = registry.create("context_entity_recall", model_config=config(fake))
     out = score(ev, context=["Paris"], ground_truth="Paris, 1889")
     assert out["context_entity_recall"] == 0.5  # distinct entities: Paris found, 1889 missing
-    ac = registry.get("answer_correctness")(config(fake), weights=(1.0, 0.0))
+    ac = AnswerCorrectnessEvaluator(config(fake), weights=(1.0, 0.0))
     out = score(ac, query="q", response="A, B", ground_truth="A, C, D")
     p, r = 1 / 2, 1 / 3
     assert out["answer_correctness"] == pytest.approx(2 * p * r / (p + r))
-    ac = registry.get("answer_correctness")(config(fake), embedding_config=config(fake))
-    sim = registry.get("answer_similarity")(model_config=config(fake))
+    ac = AnswerCorrectnessEvaluator(config(fake), embedding_config=config(fake))
+    sim = registry.create("answer_similarity", model_config=config(fake))
     out = score(ac, query="q", response="A, B", ground_truth="A, C, D")
     s = score(sim, response="A, B", ground_truth="A, C, D")["answer_similarity"]
     assert 0 <= s <= 1

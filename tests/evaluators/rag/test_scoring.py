@@ -110,7 +110,7 @@ def test_golden_is_ragas_043() -> None:
 @pytest.mark.parametrize("metric", ["faithfulness", "context_recall"])
 def test_share_equals_ragas(metric: str) -> None:
     for case in GOLDEN[metric]:
-        assert abs(supported_share(case["verdicts"]) - case["ragas"]) < 1e-9  # type: ignore[operator]
+        assert abs(supported_share(case["verdicts"]) - case["ragas"]) < 1e-9
 
 
 def test_average_precision_equals_ragas() -> None:
