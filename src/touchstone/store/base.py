@@ -207,3 +207,12 @@ class Store(Protocol):
         """The typed score columns of a run, optionally of one evaluator and/or one metric, ordered
         by evaluator, row, metric."""
         ...
+
+    # server-side queries (the dashboard, comparisons)
+    def fetch_all(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one read-only query over the store's tables, as tuples.
+
+        ``sql`` is portable SQL (what SQLite and PostgreSQL both accept) with ``?`` placeholders,
+        one per item of ``params``; each backend translates the placeholders to its own. Values come
+        back as the backend keeps them (JSON columns as text, ``passed`` as 0/1)."""
+        ...

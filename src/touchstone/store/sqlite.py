@@ -351,6 +351,11 @@ class RunStore:
                 self._conn.execute("SELECT COUNT(*) FROM scores WHERE run_id = ?", (run_id,)).fetchone()[0]
             )
 
+    def fetch_all(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one read-only query (portable SQL, ``?`` placeholders), as tuples."""
+        with self._lock:
+            return [tuple(r) for r in self._conn.execute(sql, tuple(params)).fetchall()]
+
 
 def _delete_typed(c: sqlite3.Connection, run_id: str, evaluator: str, indices: list[int]) -> None:
     """Remove the typed lines of the (row, evaluator) results about to be written, so that a result
