@@ -88,6 +88,11 @@ def public_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if k not in _SECRET_FIELDS and v is not None}
 
 
+def _host(parts: Any) -> str:
+    """``host[:port]`` of a split URL, lower case, without the ``user:password@`` part."""
+    return str(parts.netloc).rpartition("@")[2].lower()
+
+
 # ---------------------------------------------------------------------------- resolved configurations
 class ModelConfigBase(Mapping[str, Any]):
     """What the judge machinery reads: a configuration read and checked by :func:`as_model_config`
@@ -136,9 +141,17 @@ class ModelConfigBase(Mapping[str, Any]):
         raise NotImplementedError
 
     def cache_identity(self) -> str:
-        """Provider and endpoint as they enter the cache key (no secrets)."""
+        """Provider, endpoint and a digest of the credential as they enter the cache key: a reply got
+        with one key is not served to another (a wrong key must fail, not hit the cache)."""
         parts = urlsplit(self.endpoint())
-        return f"{self.provider}:{parts.netloc.lower()}{parts.path.rstrip('/')}"
+        return f"{self.provider}:{_host(parts)}{parts.path.rstrip('/')}|{self.credential_digest()}"
+
+    def credential_digest(self) -> str:
+        """A salted hash of who the requests authenticate as (API key, URL user and password), never the
+        secret itself."""
+        parts = urlsplit(self.endpoint())
+        identity = "\0".join((self.resolved_api_key() or "", parts.username or "", parts.password or ""))
+        return "cred:" + hashlib.sha256(b"touchstone-credential\0" + identity.encode()).hexdigest()[:16]
 
     def session_key(self) -> str:
         """Distinguishes configurations that need different HTTP clients (held in memory only)."""
@@ -222,7 +235,7 @@ class AzureOpenAIConfig(ModelConfigBase):
 
     def cache_identity(self) -> str:
         parts = urlsplit(self.endpoint())
-        return f"{self.provider}:{parts.netloc.lower()}|{self.resolved_api_version()}"
+        return f"{self.provider}:{_host(parts)}|{self.resolved_api_version()}|{self.credential_digest()}"
 
 
 @dataclass(repr=False, eq=True)
