@@ -80,6 +80,13 @@ def test_faithfulness_edge_cases(fake: FakeOpenAIServer) -> None:
     fake.handler = lambda req: claims_reply(("A", True, "doc-1"))
     out = score(ev, context=[], response="A.")
     assert out["faithfulness"] == 0.0 and out["faithfulness_properties"]["outcome"] == "empty_context"
+    # an empty or blank response states nothing: no claims, and no judge call is spent on it
+    calls = fake.count
+    for blank in ("", "  \n "):
+        out = score(ev, context="A.", response=blank)
+        assert out["faithfulness"] == 1.0 and out["faithfulness_properties"]["outcome"] == "no_claims"
+        assert out["faithfulness_claims"] == 0 and out["faithfulness_no_claims"] == 1
+    assert fake.count == calls
 
 
 def test_context_recall_scripted_and_edges(fake: FakeOpenAIServer) -> None:

@@ -183,7 +183,11 @@ async def check_text(
     """Split ``text`` into atomic claims and verify each against ``documents`` (``{id, content}``),
     in one judge call. ``text_name`` says what the text is in the prompt ("response", "reference
     answer"). A supported verdict naming an unknown document keeps ``document=None``; with no
-    documents every claim is unsupported. Raises ``JudgeReplyError`` after the one repair."""
+    documents every claim is unsupported. An empty (or blank) text has no claims and costs no call.
+    Raises ``JudgeReplyError`` after the one repair."""
+    if not text.strip():
+        # nothing written states nothing: no claims, and no call is spent finding none
+        return ClaimReport([], False, {"judge_calls": 0, "skipped": f"empty {text_name}"})
     prompt = prompt or load_prompt("rag_claims")
     docs_text, ids = _documents_data(documents)
     answer = await ask(
@@ -202,6 +206,8 @@ async def extract_claims(
     client: Any, text: str, *, question: str | None = None, prompt: PromptTemplate | None = None
 ) -> tuple[list[str], dict[str, Any]]:
     """The atomic claims of ``text`` (one judge call) and the call's provenance."""
+    if not text.strip():
+        return [], {"judge_calls": 0, "skipped": "empty text"}
     prompt = prompt or load_prompt("rag_claims_extract")
     answer = await ask(client, prompt, {"question": question, "text": text},
                        model_reader(ClaimListReply), schema=CLAIM_LIST_SCHEMA, what="claim list")
