@@ -141,8 +141,9 @@ class Store(Protocol):
     one transaction (a crash loses at most the writes in flight)."""
 
     @property
-    def path(self) -> Path:
-        """Where the store lives, for messages (``:memory:`` when nothing is kept on disk)."""
+    def path(self) -> Path | str:
+        """Where the store lives, for messages: a file (``:memory:`` when nothing is kept on disk),
+        or a server's URL with its password removed."""
         ...
 
     @property
