@@ -26,6 +26,7 @@ from typing import Any, TypedDict, Union
 from urllib.parse import urlsplit
 
 from touchstone._exceptions import ErrorCategory, ErrorTarget
+from touchstone._redact import redact_url
 from touchstone.errors import ConfigurationError
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -83,9 +84,17 @@ class AzureOpenAIModelConfiguration(TypedDict, total=False):
     is_reasoning_model: bool
 
 
+_URL_FIELDS = frozenset({"base_url", "azure_endpoint", "endpoint"})
+
+
 def public_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A configuration dict without secrets: safe to store, log and show."""
-    return {k: v for k, v in config.items() if k not in _SECRET_FIELDS and v is not None}
+    """A configuration dict without secrets (keys dropped, credentials out of URLs): safe to store,
+    log and show."""
+    return {
+        k: redact_url(v) if k in _URL_FIELDS else v
+        for k, v in config.items()
+        if k not in _SECRET_FIELDS and v is not None
+    }
 
 
 def _host(parts: Any) -> str:
@@ -128,7 +137,7 @@ class ModelConfigBase(Mapping[str, Any]):
             value = getattr(self, f.name)
             if f.name in _SECRET_FIELDS or value is None or value is False:
                 continue
-            out[f.name] = value
+            out[f.name] = redact_url(value) if f.name in _URL_FIELDS else value
         return out
 
     @property

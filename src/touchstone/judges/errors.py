@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 
 from touchstone._exceptions import ErrorBlame, ErrorCategory
+from touchstone._redact import redact_urls
 from touchstone.errors import RunAbortedError, TouchstoneError
 
 __all__ = [
@@ -113,7 +114,9 @@ _KEY_PATTERNS = [
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with the given secrets and anything shaped like an API key or bearer token replaced."""
+    """``text`` with the given secrets, credentials in URLs and anything shaped like an API key or
+    bearer token replaced."""
+    text = redact_urls(text)
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")

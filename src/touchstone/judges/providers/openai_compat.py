@@ -45,7 +45,7 @@ class OpenAIBackend(BackendBase):
     def __init__(self, config: ModelConfiguration, settings: JudgeSettings) -> None:
         import openai
 
-        super().__init__(settings, host=urlsplit(config.endpoint()).netloc)
+        super().__init__(settings, host=urlsplit(config.endpoint()).netloc.rpartition("@")[2])
         self._openai = openai
         self._secret = config.resolved_api_key()
         self._tokens: list[str] = []  # the latest Entra ID tokens handed out: redacted like the key
