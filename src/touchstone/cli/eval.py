@@ -36,6 +36,7 @@ from touchstone.engine.planning import (
     data_columns,
     judge_options,
     mapped_inputs,
+    parse_metric_options,
     plan_evaluation,
 )
 from touchstone.errors import ConfigurationError, InputValidationError, RunAbortedError
@@ -181,6 +182,13 @@ def eval_command(
         "--map",
         help="Column mapping INPUT=COLUMN (or INPUT=${target.x}); repeatable, e.g. --map query=q.",
     ),
+    metric_options: list[str] | None = typer.Option(
+        None,
+        "--metric-option",
+        help="A metric's own option METRIC.KEY=VALUE (a YAML value); repeatable, e.g. --metric-option "
+        "answer_correctness.beta=2 --metric-option 'answer_correctness.weights=[0.5,0.5]'. Unknown keys "
+        "are refused with the closest valid one.",
+    ),
     thresholds: list[str] | None = typer.Option(
         None, "--threshold", help="Pass threshold METRIC=VALUE; repeatable, e.g. --threshold f1_score=0.6."
     ),
@@ -283,6 +291,7 @@ def eval_command(
             ),
             store=store,
             resume=resume,
+            metric_options=parse_metric_options(metric_options),
         )
         if defect_level is not None:
             set_defect_level(plan.evaluators, defect_level)
