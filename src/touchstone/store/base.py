@@ -1,8 +1,9 @@
 """What the engine and the command line need from a run store: the :class:`Store` protocol and the
 values that cross it.
 
-The engine depends on this protocol only; :class:`touchstone.store.sqlite.RunStore` implements it
-today, a PostgreSQL store can implement it later. A store keeps, per run: its configuration and
+The engine depends on this protocol only; :class:`touchstone.store.sqlite.RunStore` (SQLite) and
+:class:`touchstone.store.postgres.PostgresStore` (PostgreSQL) implement it, both through the shared
+SQL of :class:`touchstone.store.sql.SqlStore`. A store keeps, per run: its configuration and
 status, its input rows, one JSON document of the compatible SDK's flat outputs per (row, evaluator)
 (what rebuilds ``evaluate()``'s rows), and beside it one typed line per (row, evaluator, metric) --
 value, label, status, error kind, passed -- so that trends, comparisons, annotations and alerts are
@@ -16,13 +17,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
-from touchstone.errors import ConfigurationError
+from touchstone._exceptions import ErrorBlame, ErrorCategory
+from touchstone.errors import ConfigurationError, TouchstoneError
 from touchstone.scores import Score, ScoreLine, Status
 
 
 class StoreVersionError(ConfigurationError):
     """The store was written by a newer touchstone (its schema version is above the newest this
     version knows); nothing was changed in it."""
+
+
+class StoreConnectionError(TouchstoneError, ConnectionError):
+    """The store's server cannot be reached, refused the login, or dropped the connection. The
+    message names the store by its URL without the password; nothing was written by the failed
+    operation. ``touchstone`` commands exit with status 1 on it."""
+
+    default_category = ErrorCategory.SERVICE_UNAVAILABLE
+    default_blame = ErrorBlame.SYSTEM_ERROR
 
 
 class StoreLocationWarning(UserWarning):

@@ -37,6 +37,7 @@ from touchstone.store.migrations import migrate
 from touchstone.store.sql import SCORE_COLUMNS, SQLITE, VALUE_COLUMNS, Dialect, SqlStore, consecutive
 from touchstone.store.sql import encode_outputs as encode_outputs
 from touchstone.store.sql import now as now
+from touchstone.store.urls import is_postgres_url, normalise_url, redact_url
 
 __all__ = [
     "MEMORY",
@@ -94,6 +95,12 @@ class RunStore(SqlStore):
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self._lock = threading.RLock()
+        given = os.environ.get("TOUCHSTONE_STORE", "") if path is None else path
+        if is_postgres_url(given):  # not a file name: a file named "postgresql:" would be made
+            raise ConfigurationError(
+                f"{redact_url(normalise_url(given))} is a PostgreSQL store, not a SQLite file; open it "
+                "with touchstone.store.open_store"
+            )
         if path is not None:
             self.path = MEMORY if str(path) == ":memory:" else Path(path).expanduser()
             self._conn = self._open_explicit(self.path)
