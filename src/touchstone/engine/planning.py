@@ -243,9 +243,9 @@ def choose_metrics(
 def stored_run_settings(store: str | os.PathLike[str] | None, run_id: str) -> StoredRunSettings:
     """Metric names, thresholds, evaluator configuration and judge configuration of the stored run
     ``run_id``, to resume it as it was started. Raises ConfigurationError when there is no such run."""
-    from touchstone.store.sqlite import RunStore
+    from touchstone.store import open_store
 
-    run_store = RunStore(store)
+    run_store = open_store(store)
     info = run_store.get_run(run_id)
     if info is None:
         raise ConfigurationError(f"no run {run_id!r} in the store {run_store.path}")
