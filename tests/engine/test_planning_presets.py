@@ -22,27 +22,29 @@ from touchstone.evaluators import registry
 TRIAD = ["faithfulness", "answer_relevancy", "context_relevance"]
 
 
+RAG_COLUMNS = {"query", "context", "response"}
+
+
 def test_rag_preset() -> None:
-    assert preset_metrics("rag", {"query", "context", "response"}) == TRIAD
-    assert preset_metrics("rag", None) == TRIAD
-    assert preset_metrics("rag", {"retrieved_documents"}) == TRIAD  # ids without labels
-    both = {"query", "retrieved_documents", "retrieval_ground_truth"}
+    assert preset_metrics("rag", RAG_COLUMNS) == TRIAD
+    assert preset_metrics("rag", None) == [*TRIAD, "ranking"]  # columns unknown: every metric kept
+    assert preset_metrics("rag", RAG_COLUMNS | {"retrieved_documents"}) == TRIAD  # ids without labels
+    both = RAG_COLUMNS | {"retrieved_documents", "retrieval_ground_truth"}
     assert preset_metrics("rag", both) == [*TRIAD, "ranking"]
 
 
 def test_every_preset_names_registered_metrics() -> None:
     names = set(registry.available())
     for preset in PRESETS.values():
-        assert set(preset.metrics) <= names
-        assert {m for m, _ in preset.when_present} <= names
+        assert set(preset.metric_names) <= names
         assert preset.description
 
 
 def test_choose_metrics() -> None:
     assert choose_metrics(None, None) == ["f1_score", "exact_match"]
     assert choose_metrics(["bleu_score"], None) == ["bleu_score"]
-    assert choose_metrics(["bleu_score", "faithfulness"], "rag", set()) == [*TRIAD, "bleu_score"]
-    with pytest.raises(InputValidationError, match="unknown preset 'ragg'; known: rag"):
+    assert choose_metrics(["bleu_score", "faithfulness"], "rag", RAG_COLUMNS) == [*TRIAD, "bleu_score"]
+    with pytest.raises(InputValidationError, match=r"unknown preset 'ragg'; known: question-answering, "):
         choose_metrics(None, "ragg")
 
 
