@@ -9,6 +9,7 @@ import typer
 from touchstone.cli.common import err
 from touchstone.cli.eval import eval_command
 from touchstone.cli.metrics import metrics_command
+from touchstone.cli.monitor import monitor_command
 from touchstone.cli.runs import runs_command
 from touchstone.cli.show import show_command
 from touchstone.cli.version import version_command
@@ -22,6 +23,7 @@ app = typer.Typer(
 )
 app.command("eval")(eval_command)
 app.command("metrics")(metrics_command)
+app.command("monitor")(monitor_command)
 app.command("runs")(runs_command)
 app.command("show")(show_command)
 app.command("version")(version_command)
