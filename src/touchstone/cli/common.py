@@ -17,7 +17,7 @@ from rich.table import Table
 from touchstone.errors import InputValidationError, Problem
 
 if TYPE_CHECKING:
-    from touchstone.store.sqlite import RunStore
+    from touchstone.store.base import Store
 
 out = Console()
 err = Console(stderr=True)
@@ -31,24 +31,38 @@ EXIT_BAD_INPUT = 2
 NO_VALUE = "—"
 """Shown for the mean, interval and pass rate of a metric with no score (n = 0)."""
 
-STORE_HELP = "Run store (SQLite)."
+STORE_HELP = (
+    "Run store: a SQLite file, or a team's PostgreSQL server as postgresql://user:password@host:port/db "
+    "(the password is never shown). Default: $TOUCHSTONE_STORE, else ~/.touchstone/runs.db."
+)
 
 
-def open_run_store(path: Path | None) -> RunStore:
-    """The run store at ``path`` (None: the default location). When the default location cannot be
-    used the store keeps runs in memory; its warning is printed as one plain line on stderr."""
-    from touchstone.store.base import StoreLocationWarning
-    from touchstone.store.sqlite import RunStore
+def open_run_store(path: str | Path | None) -> Store:
+    """The run store at ``path`` (a file or a ``postgresql://`` URL; None: the default location).
+    When the default location cannot be used the store keeps runs in memory; its warning is printed
+    as one plain line on stderr. A store server that cannot be reached is one error line and exit
+    status 1."""
+    from touchstone.store import open_store
+    from touchstone.store.base import StoreConnectionError, StoreLocationWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StoreLocationWarning)
-        run_store = RunStore(path)
+        try:
+            run_store = open_store(path)
+        except StoreConnectionError as exc:
+            raise fail_store(exc) from None
     for warning in caught:
         if issubclass(warning.category, StoreLocationWarning):
             err.print(f"[yellow]warning:[/] {escape(str(warning.message))}", highlight=False, soft_wrap=True)
         else:  # not ours to format: hand it on as it came
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     return run_store
+
+
+def fail_store(exc: BaseException) -> typer.Exit:
+    """Print a store that cannot be reached as one error line on stderr; the Exit (status 1)."""
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    return typer.Exit(EXIT_GATE)
 
 
 def fail_input(message: str) -> typer.Exit:

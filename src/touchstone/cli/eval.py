@@ -18,8 +18,10 @@ from rich.progress import (
 
 from touchstone.cli.common import (
     EXIT_GATE,
+    STORE_HELP,
     err,
     fail_input,
+    fail_store,
     open_run_store,
     out,
     parse_floats,
@@ -41,6 +43,7 @@ from touchstone.engine.planning import (
 )
 from touchstone.errors import ConfigurationError, InputValidationError, RunAbortedError
 from touchstone.evaluators.safety.severity import set_defect_level
+from touchstone.store.base import StoreConnectionError
 
 
 class _progress:
@@ -110,7 +113,7 @@ def _report(
     evaluators: list[str],
     unscored: list[UnscoredMetric],
     out_dir: Path | None,
-    store_path: Path,
+    store_path: Path | str,
     persistent: bool = True,
 ) -> dict[str, Any]:
     """Print the table (every chosen metric listed, a metric with no score as n = 0) and where the
@@ -201,9 +204,7 @@ def eval_command(
         False, "--fail-on-error", help="Exit 1 if any score could not be obtained."
     ),
     name: str | None = typer.Option(None, "--name", help="A name for the run."),
-    store: Path | None = typer.Option(
-        None, "--store", envvar="TOUCHSTONE_STORE", help="Run store (SQLite). Default: ~/.touchstone/runs.db."
-    ),
+    store: str | None = typer.Option(None, "--store", envvar="TOUCHSTONE_STORE", help=STORE_HELP),
     workers: int | None = typer.Option(
         None, "--workers", help="Processes for CPU-bound metrics (default: all cores on large inputs)."
     ),
@@ -300,6 +301,8 @@ def eval_command(
             raise typer.Exit(0)
         run_store = open_run_store(store)
         result = _run(data, plan, name, run_store, workers, quiet)
+    except StoreConnectionError as exc:  # the store's server: not the input's fault (exit 1)
+        raise fail_store(exc) from None
     except (InputValidationError, ConfigurationError) as exc:
         raise fail_input(str(exc)) from None
     except RunAbortedError as exc:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 from rich.table import Table
 
@@ -11,7 +9,7 @@ from touchstone.cli.common import STORE_HELP, open_run_store, out
 
 
 def runs_command(
-    store: Path | None = typer.Option(None, "--store", envvar="TOUCHSTONE_STORE", help=STORE_HELP),
+    store: str | None = typer.Option(None, "--store", envvar="TOUCHSTONE_STORE", help=STORE_HELP),
     limit: int = typer.Option(20, "--limit", help="How many runs, newest first."),
 ) -> None:
     """List stored runs, newest first."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -65,7 +64,7 @@ def evidence_table(evidence: list[dict[str, Any]], rows: int) -> tuple[Table, in
 
 def show_command(
     run_id: str = typer.Argument(..., help="A run id from `touchstone runs`."),
-    store: Path | None = typer.Option(None, "--store", envvar="TOUCHSTONE_STORE", help=STORE_HELP),
+    store: str | None = typer.Option(None, "--store", envvar="TOUCHSTONE_STORE", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the stored summary document as JSON."),
     evidence_rows: int = typer.Option(
         10, "--evidence-rows",
