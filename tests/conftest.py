@@ -1,5 +1,7 @@
 """Shared fixtures. ``fake_openai``: a fake OpenAI-compatible server on 127.0.0.1 (a free port),
-scripted per test; see ``tests/fakes/openai_server.py``. Every test gets a private judge cache."""
+scripted per test; see ``tests/fakes/openai_server.py``. ``pg_url``: a fresh database on a real
+PostgreSQL server started once per session (``tests/store/pg_server.py``). Every test gets a
+private judge cache."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.store.pg_server import pg_server, pg_url  # noqa: F401 (PostgreSQL fixtures, used by name)
 
 
 @pytest.fixture(autouse=True)
