@@ -22,6 +22,10 @@ class InteractionError(ValueError):
     """An interaction that cannot be monitored, with what is wrong and what was expected."""
 
 
+class NotJson(str):
+    """A line or body that was not JSON, in place of its object: the text says why."""
+
+
 @dataclass(slots=True)
 class Interaction:
     """A validated interaction: ``data`` is the row given to ``evaluate()`` (with ``id`` and
@@ -58,6 +62,8 @@ def parse_interaction(obj: Any, sample_key: str | None = None) -> Interaction:
     """An :class:`Interaction` from one decoded JSON value, or :class:`InteractionError`.
 
     ``sample_key`` overrides what sampling hashes (a span's trace id)."""
+    if isinstance(obj, NotJson):
+        raise InteractionError(f"not JSON ({obj})")
     if not isinstance(obj, dict):
         raise InteractionError(f"expected a JSON object, got {type(obj).__name__}")
     if "timestamp" not in obj:

@@ -11,11 +11,12 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 
 
-def parse_duration(text: str, option: str = "--window") -> int:
-    """Seconds in a duration written as a number and a unit (``90s``, ``30m``, ``1h``, ``1d``)."""
+def parse_duration(text: str, option: str = "--window", minimum: int = 1) -> int:
+    """Seconds in a duration written as a number and a unit (``90s``, ``30m``, ``1h``, ``1d``), at
+    least ``minimum``."""
     match = _DURATION.match(text or "")
     seconds = float(match.group(1)) * _UNITS[match.group(2)] if match else 0.0
-    if not match or seconds < 1 or seconds != int(seconds):
+    if not match or seconds < minimum or seconds != int(seconds):
         raise InputValidationError(
             [Problem(option, None, None, f"expected a duration such as 30m, 1h or 1d (s, m, h, d), got {text!r}")]
         )

@@ -19,6 +19,7 @@ import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from touchstone.monitor.interactions import NotJson
 from touchstone.monitor.sources.otlp import spans_from_json, spans_from_protobuf
 
 MAX_BODY = 64 * 1024 * 1024
@@ -42,12 +43,8 @@ def decode_interactions(body: bytes) -> list[tuple[Any, str]]:
             try:
                 pairs.append((json.loads(line), f"request line {number}"))
             except ValueError as exc:
-                pairs.append((_NotJson(str(exc)), f"request line {number}"))
+                pairs.append((NotJson(str(exc)), f"request line {number}"))
     return pairs
-
-
-class _NotJson(str):
-    """A line that was not JSON (the monitor rejects it as not an object)."""
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -1,0 +1,261 @@
+"""``touchstone monitor``: ingest production interactions, evaluate them per time window, alert."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+
+from touchstone.cli.common import (
+    EXIT_GATE,
+    STORE_HELP,
+    err,
+    fail_input,
+    open_run_store,
+    out,
+    parse_floats,
+    parse_names,
+    parse_pairs,
+    summary_table,
+)
+from touchstone.engine.planning import JudgeChoice, column_mapping_config, judge_options, plan_evaluation
+from touchstone.errors import ConfigurationError, InputValidationError, Problem
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_LISTEN = re.compile(r"^https?://([^/:@]+|\[[0-9a-fA-F:]+\]):(\d{1,5})/?$")
+
+
+class _ConsoleLog(logging.Handler):
+    """The monitor's log lines on stderr, as plain text (data in them is never read as markup)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        colour = "red" if record.levelno >= logging.ERROR else "yellow"
+        err.print(f"[{colour}]{record.levelname.lower()}:[/] {escape(record.getMessage())}",
+                  highlight=False, soft_wrap=True)
+
+
+def _listen_address(source: str) -> tuple[str, int] | None:
+    match = _LISTEN.match(source)
+    return (match.group(1).strip("[]"), int(match.group(2))) if match else None
+
+
+def _check_source(source: str, once: bool) -> tuple[Path | None, tuple[str, int] | None]:
+    listen = _listen_address(source)
+    if listen is not None:
+        if once:
+            raise InputValidationError([Problem("SOURCE", None, None, "--once reads a directory of JSONL "
+                                                "files; an HTTP source runs until it is stopped")])
+        return None, listen
+    if source.startswith(("http://", "https://")):
+        raise InputValidationError([Problem("SOURCE", None, None, f"expected http://HOST:PORT to listen on, got {source!r}")])
+    path = Path(source)
+    if not path.is_dir():
+        raise InputValidationError([Problem("SOURCE", None, None, f"expected a directory of .jsonl files or "
+                                            f"http://HOST:PORT, got {source!r} (no such directory)")])
+    return path, None
+
+
+def _check_numbers(sample_rate: float, baseline: int, alpha: float) -> None:
+    if not 0.0 < sample_rate <= 1.0:
+        raise InputValidationError([Problem("--sample-rate", None, None, f"expected a rate in (0, 1], got {sample_rate}")])
+    if baseline < 0:
+        raise InputValidationError([Problem("--baseline", None, None, f"expected a number of windows >= 0, got {baseline}")])
+    if not 0.0 < alpha < 1.0:
+        raise InputValidationError([Problem("--alpha", None, None, f"expected a level in (0, 1), got {alpha}")])
+
+
+def _state_dir(state: Path | None, store_path: Path, persistent: bool, name: str) -> Path:
+    if state is not None:
+        return state
+    base = store_path.parent if persistent and store_path.suffix else Path.home() / ".touchstone"
+    return base / "monitors" / name
+
+
+def _report_window(report: Any) -> None:
+    from touchstone.monitor.windows import iso
+
+    title = f"window {iso(report.start)} .. {iso(report.end)}: run {report.run_id}, {report.n} rows"
+    out.print(summary_table(report.summary, title=escape(title)))
+
+
+def _sinks(webhook: str | None) -> list[Any]:
+    from touchstone.monitor.sinks import LogSink, WebhookSink
+
+    sinks: list[Any] = [LogSink(lambda line: err.print(f"[bold red]alert:[/] {escape(line)}",
+                                                       highlight=False, soft_wrap=True))]
+    if webhook:
+        try:
+            sinks.append(WebhookSink(webhook))
+        except ValueError as exc:
+            raise InputValidationError([Problem("--webhook", None, None, str(exc))]) from None
+    return sinks
+
+
+def _run_loop(monitor: Any, tail: Any, server: Any, poll: float, quiet: bool) -> None:
+    """Tail and evaluate closed windows until interrupted."""
+    if server is not None:
+        err.print(f"listening on {server.url} (POST /v1/interactions, /v1/traces)", highlight=False)
+    try:
+        while True:
+            if tail is not None:
+                monitor.tail(tail)
+            for report in monitor.evaluate_due():
+                if not quiet:
+                    _report_window(report)
+            time.sleep(poll)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _counts_line(monitor: Any) -> str:
+    c = monitor.counts
+    return (f"received {c['received']}, kept {c['kept']}, invalid {c['invalid']}, sampled out "
+            f"{c['sampled_out']}, late {c['late']}, duplicate {c['duplicate']}, evaluated {c['evaluated']}")
+
+
+def monitor_command(
+    source: str = typer.Argument(
+        ...,
+        help="A directory of .jsonl files to tail (one interaction a line), or http://HOST:PORT to listen "
+        "on for POST /v1/interactions (JSON or JSONL) and OTLP/HTTP POST /v1/traces (JSON or protobuf).",
+    ),
+    metrics: str = typer.Option(..., "--metrics", "-m", help="Comma-separated metric names to evaluate per window."),
+    window: str = typer.Option("1h", "--window", help="Width of the tumbling windows: 30m, 1h, 1d..."),
+    thresholds: list[str] | None = typer.Option(
+        None, "--threshold",
+        help="METRIC=VALUE: alert when a window's mean is under VALUE (over it, for lower-is-better "
+        "metrics); also the metric's pass threshold per row. Repeatable.",
+    ),
+    baseline: int = typer.Option(
+        0, "--baseline",
+        help="Test each window against the per-row scores of this many earlier windows (Welch's t-test, "
+        "one-sided) and alert on a significant drop; 0: no regression test.",
+    ),
+    alpha: float = typer.Option(0.01, "--alpha", help="Significance level of the regression test."),
+    sample_rate: float = typer.Option(
+        1.0, "--sample-rate",
+        help="Share of interactions evaluated, decided by a hash of the id (trace id for spans): the "
+        "same id is always kept or always dropped.",
+    ),
+    webhook: str | None = typer.Option(
+        None, "--webhook", help="POST each window's alerts as JSON here (retried; never fatal; credentials in "
+        "the URL are sent as basic authentication and never logged).",
+    ),
+    once: bool = typer.Option(
+        False, "--once",
+        help="Read what the directory holds, evaluate every window present (closed or not), exit: 1 when "
+        "an alert fired or a window could not be evaluated (for cron).",
+    ),
+    name: str | None = typer.Option(
+        None, "--name", help="The monitor's name (windows are stored as runs monitor:NAME:START). "
+        "Default: the directory's name, or 'http'.",
+    ),
+    state: Path | None = typer.Option(
+        None, "--state", help="Directory for read offsets, pending interactions and alerts.jsonl. "
+        "Default: monitors/NAME beside the store.",
+    ),
+    grace: str = typer.Option(
+        "0s", "--grace", help="Wait this long after a window ends before evaluating it (late arrivals)."
+    ),
+    poll: float = typer.Option(5.0, "--poll", help="Seconds between reads of the directory and window checks."),
+    otlp_export: str | None = typer.Option(
+        None, "--otlp-export",
+        help="Send each row's scores as OpenTelemetry gen_ai.evaluation.result events (OTLP/HTTP JSON logs) "
+        "to this collector URL (…/v1/logs added when absent).",
+    ),
+    maps: list[str] | None = typer.Option(None, "--map", help="Column mapping INPUT=COLUMN; repeatable."),
+    store: str | None = typer.Option(None, "--store", envvar="TOUCHSTONE_STORE", help=STORE_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No window tables; alerts and errors only."),
+    judge_model: str | None = typer.Option(
+        None, "--judge-model",
+        help="Judge model for LLM-judged metrics (default: $TOUCHSTONE_JUDGE_MODEL, else gpt-4o-mini).",
+    ),
+    judge_base_url: str | None = typer.Option(
+        None, "--judge-base-url", help="OpenAI-compatible base URL of the judge (default: $OPENAI_BASE_URL)."
+    ),
+    score_mode: str | None = typer.Option(
+        None, "--score-mode", help="Judge scores: 'sampled' (default) or 'logprobs' (probability-weighted)."
+    ),
+    metric_file: Path | None = typer.Option(
+        None, "--metric-file", help="YAML file of custom metrics (rubrics or Python functions), all added."
+    ),
+    azure_endpoint: str | None = typer.Option(
+        None, "--azure-endpoint", help="Azure OpenAI endpoint of the judge (default: $AZURE_OPENAI_ENDPOINT)."
+    ),
+    azure_deployment: str | None = typer.Option(
+        None, "--azure-deployment", help="Azure OpenAI deployment of the judge (default: $AZURE_OPENAI_DEPLOYMENT)."
+    ),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Most judge requests in flight (default 32)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the judge response cache."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per judge request (default 60)."),
+    max_retries: int | None = typer.Option(None, "--max-retries", help="Retries of a judge call (default 6)."),
+    http_transport: str | None = typer.Option(
+        None, "--http-transport", help="HTTP stack under the openai client: aiohttp, httpx or auto."
+    ),
+) -> None:
+    """Monitor production traffic: evaluate METRICS on each time window of interactions from SOURCE,
+    store each window as a run, and alert on thresholds and regressions.
+
+    Each interaction is a row in touchstone's data format plus "timestamp" (ISO 8601) and an
+    optional "id". Exits 2 on invalid options; with --once, 1 when any alert fired."""
+    from touchstone.monitor.service import Monitor, MonitorConfig
+    from touchstone.monitor.sources.http import MonitorHTTPServer
+    from touchstone.monitor.sources.jsonl import DirectoryTail
+    from touchstone.monitor.state import MonitorState
+    from touchstone.monitor.windows import parse_duration
+
+    try:
+        directory, listen = _check_source(source, once)
+        monitor_name = name or (directory.resolve().name if directory is not None else "http")
+        if not _NAME.match(monitor_name):
+            raise InputValidationError([Problem("--name", None, None, f"expected letters, digits, '_', '.', '-' "
+                                                f"(up to 64), got {monitor_name!r}")])
+        _check_numbers(sample_rate, baseline, alpha)
+        width, grace_s = parse_duration(window), parse_duration(grace, "--grace", minimum=0)
+        threshold_values = parse_floats(thresholds, "--threshold")
+        plan = plan_evaluation(
+            parse_names(metrics, "--metrics"), threshold_values, column_mapping_config(parse_pairs(maps, "--map")),
+            judge=JudgeChoice(judge_model, judge_base_url, azure_endpoint, azure_deployment),
+            score_mode=score_mode, metric_file=metric_file,
+            judge_session=judge_options(concurrency=concurrency, cache=False if no_cache else None,
+                                        timeout=timeout, max_retries=max_retries, http_transport=http_transport),
+        )
+        sinks = _sinks(webhook)
+        exporter = None
+        if otlp_export:
+            from touchstone.monitor.export import EvaluationExporter
+
+            exporter = EvaluationExporter(otlp_export)
+        run_store = open_run_store(store)
+        state_dir = MonitorState(_state_dir(state, run_store.path, run_store.persistent, monitor_name))
+    except (InputValidationError, ConfigurationError, ValueError) as exc:
+        raise fail_input(str(exc)) from None
+
+    from touchstone.monitor.sinks import FileSink
+
+    handler = _ConsoleLog()
+    logging.getLogger("touchstone.monitor").addHandler(handler)
+    logging.getLogger("touchstone.monitor").propagate = False
+    config = MonitorConfig(monitor_name, width, sample_rate, threshold_values, baseline, alpha, grace_s)
+    monitor = Monitor(config, plan, run_store, state_dir, [*sinks, FileSink(state_dir.alerts_path)],
+                      exporter=exporter)
+    tail = DirectoryTail(directory, state_dir.load_offsets()) if directory is not None else None
+    if once:
+        monitor.tail(tail)
+        reports = monitor.evaluate_due(everything=True)
+        if not quiet:
+            for report in reports:
+                _report_window(report)
+        err.print(escape(_counts_line(monitor)), highlight=False)
+        fired = sum(len(r.alerts) for r in reports)
+        if fired or monitor.failed_windows:
+            raise typer.Exit(EXIT_GATE)
+        raise typer.Exit(0)
+    server = MonitorHTTPServer(monitor, *listen).start() if listen is not None else None
+    _run_loop(monitor, tail, server, poll, quiet)
