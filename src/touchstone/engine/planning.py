@@ -50,6 +50,7 @@ class StoredRunSettings:
     thresholds: dict[str, float]
     evaluator_config: dict[str, Any]
     judge: Any = None
+    metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -99,17 +100,43 @@ def judge_options(
     return {k: v for k, v in given.items() if v is not None}
 
 
+def parse_metric_options(
+    items: Sequence[str] | None, option: str = "--metric-option"
+) -> dict[str, dict[str, Any]]:
+    """``METRIC.KEY=VALUE`` items (one per item; a value is read as YAML, so ``2``, ``0.5``, ``true``,
+    ``[0.5, 0.5]`` and plain words all work) as ``{metric: {key: value}}``."""
+    import yaml
+
+    parsed: dict[str, dict[str, Any]] = {}
+    for item in items or []:
+        target, sep, raw = item.partition("=")
+        metric, dot, key = target.strip().rpartition(".")
+        if not sep or not dot or not metric or not key:
+            raise InputValidationError(
+                [Problem(option, None, None, f"expected METRIC.KEY=VALUE (e.g. answer_correctness.beta=2), "
+                         f"got {item!r}")]
+            )
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            value = raw.strip()
+        parsed.setdefault(metric, {})[key.strip()] = value
+    return parsed
+
+
 def build_evaluators(
     metric_names: Sequence[str],
     thresholds: Mapping[str, float],
     options: Mapping[str, Any],
     *,
     threshold_source: str = "--threshold",
+    metric_options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Evaluators by metric name, through the registry (unknown names raise with close matches).
 
     A threshold for a metric that is not chosen is an input error (``threshold_source`` names where
-    the thresholds came from, for the message)."""
+    the thresholds came from, for the message), and so is a metric option (``metric_options``:
+    ``{metric: {key: value}}``) for a metric not chosen or a key its constructor does not take."""
     from touchstone.evaluators import registry
 
     names = list(metric_names)
@@ -120,7 +147,20 @@ def build_evaluators(
             )
     for name in names:
         registry.get(name)  # report an unknown name before building anything
-    return {name: registry.create(name, threshold=thresholds.get(name), **options) for name in names}
+    own = {name: dict(opts) for name, opts in (metric_options or {}).items()}
+    for name, opts in own.items():
+        if name not in names:
+            raise InputValidationError(
+                [Problem("--metric-option", None, name, f"not one of the chosen metrics {names}")]
+            )
+        try:
+            registry.check_overrides(name, opts, "--metric-option")
+        except ConfigurationError as exc:
+            raise InputValidationError([Problem("--metric-option", None, name, str(exc))]) from None
+    return {
+        name: registry.create(name, threshold=thresholds.get(name), overrides=own.get(name), **options)
+        for name in names
+    }
 
 
 def mapped_inputs(columns: Collection[str], evaluator_config: Mapping[str, Any]) -> set[str]:
@@ -173,14 +213,15 @@ def choose_metrics(
 def stored_run_settings(store: str | os.PathLike[str] | None, run_id: str) -> StoredRunSettings:
     """Metric names, thresholds, evaluator configuration and judge configuration of the stored run
     ``run_id``, to resume it as it was started. Raises ConfigurationError when there is no such run."""
-    from touchstone.store.sqlite import RunStore
+    from touchstone.store import open_store
 
-    run_store = RunStore(store)
+    run_store = open_store(store)
     info = run_store.get_run(run_id)
     if info is None:
         raise ConfigurationError(f"no run {run_id!r} in the store {run_store.path}")
     names: list[str] = []
     thresholds: dict[str, float] = {}
+    metric_options: dict[str, dict[str, Any]] = {}
     judge: Any = None
     for name, ev in (info.config.get("evaluators") or {}).items():
         metric = ev.get("metric") or name
@@ -190,8 +231,27 @@ def stored_run_settings(store: str | os.PathLike[str] | None, run_id: str) -> St
             thresholds[metric] = float(opts["threshold"])
         if judge is None:
             judge = _judge_from_description(opts.get("judge"))
+        restored = _restorable_options(metric, opts)
+        if restored:
+            metric_options[metric] = restored
     evaluator_config = dict(info.config.get("evaluator_config") or {})
-    return StoredRunSettings(run_id, names, thresholds, evaluator_config, judge)
+    return StoredRunSettings(run_id, names, thresholds, evaluator_config, judge, metric_options)
+
+
+def _restorable_options(metric: str, stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The constructor options a stored run recorded for ``metric`` that can be given again as they
+    were (plain values: numbers, strings, booleans and lists of them), so that a resumed run scores
+    its remaining rows as it scored the first ones (``--metric-option`` included)."""
+    from touchstone.evaluators import registry
+
+    if metric not in registry.available():
+        return {}
+    plain = (int, float, str, bool)
+    valid = set(registry.option_names(metric)) - {"threshold", "credential"}
+    def is_plain(v: Any) -> bool:
+        return isinstance(v, plain) or (isinstance(v, list) and all(isinstance(x, plain) for x in v))
+
+    return {k: v for k, v in stored.items() if k in valid and is_plain(v)}
 
 
 def _judge_from_description(described: Any) -> Any:
@@ -240,6 +300,7 @@ def plan_evaluation(
     judge_session: Mapping[str, Any] | None = None,
     store: str | os.PathLike[str] | None = None,
     resume: str | None = None,
+    metric_options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> EvaluationPlan:
     """The evaluators and options of a run.
 
@@ -257,6 +318,7 @@ def plan_evaluation(
             stored.evaluator_config,
             stored.judge,
         )
+        metric_options = stored.metric_options
     model_config = resolve_judge(choice, stored_judge)
     file_metrics: dict[str, Any] = {}
     if metric_file is not None:
@@ -266,7 +328,7 @@ def plan_evaluation(
             Path(metric_file), names, limits, model_config=model_config, score_mode=score_mode
         )
     options = {"model_config": model_config, "score_mode": score_mode}
-    evaluators = {**build_evaluators(names, limits, options), **file_metrics}
+    evaluators = {**build_evaluators(names, limits, options, metric_options=metric_options), **file_metrics}
     return EvaluationPlan(evaluators, config, dict(judge_session or {}), model_config, resume)
 
 
