@@ -74,26 +74,3 @@ def json_dumps(value: Any, **kwargs: Any) -> str:
     encoded text is exact."""
     kwargs.setdefault("ensure_ascii", False)
     return _JSON_UNSAFE.sub(_json_escape, json.dumps(value, **kwargs))
-
-
-def lone_surrogate(value: Any) -> str | None:
-    """Where a decoded JSON value holds a lone UTF-16 surrogate (``"\\ud800"``), which no UTF-8 file or
-    database can hold: the path to it (``a.b[2]``, ``""`` for the value itself), else None."""
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, str):
-            if _SURROGATE.search(item):
-                return path
-        elif isinstance(item, dict):
-            for key, sub in item.items():
-                where = f"{path}.{key}" if path else str(key)
-                if isinstance(key, str) and _SURROGATE.search(key):
-                    return where
-                stack.append((where, sub))
-        elif isinstance(item, list):
-            stack.extend((f"{path}[{i}]", sub) for i, sub in enumerate(item))
-    return None
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")

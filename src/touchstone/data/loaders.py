@@ -11,6 +11,8 @@ import io
 import json
 import math
 import os
+import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,16 +41,19 @@ class Record:
 
 DataSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Any  # Any: a pandas DataFrame
 
+MAX_DEPTH = 100
+"""Deepest nesting of lists and objects accepted in a row: deeper values are refused when loaded
+rather than failing in the middle of a run (JSON, the store and the evaluators all recurse)."""
+CSV_FIELD_LIMIT = 1 << 30
+"""Largest CSV cell read (the csv module's default, 131,072 characters, is too small for documents)."""
+
 
 def load_records(data: DataSource) -> list[Record]:
     """Load rows from a path (``.jsonl``/``.json``, ``.csv``, ``.parquet``), a DataFrame or a list of
     dicts."""
     if isinstance(data, (str, os.PathLike)):
         path = Path(data)
-        if not path.exists():
-            raise InputValidationError([Problem(str(path), None, None, "file not found")])
-        if path.is_dir():
-            raise InputValidationError([Problem(str(path), None, None, "expected a file, got a directory")])
+        _check_regular_file(path)
         suffix = path.suffix.lower()
         if suffix == ".csv":
             return _load_csv(path)
@@ -56,20 +61,9 @@ def load_records(data: DataSource) -> list[Record]:
             return _load_parquet(path)
         return _load_jsonl(path)
     if _is_dataframe(data):
-        return _load_frame(data, "<dataframe>")
+        return _checked(_load_frame(data, "<dataframe>"))
     if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
-        records = []
-        problems = []
-        for i, row in enumerate(data):
-            if not isinstance(row, Mapping):
-                problems.append(Problem("<list>", i + 1, None, f"expected a dict, got {type(row).__name__}"))
-                continue
-            records.append(Record(dict(row), "<list>", i + 1))
-        if problems:
-            raise InputValidationError(problems)
-        if not records:
-            raise InputValidationError([Problem("<list>", None, None, "no rows: the list is empty")])
-        return records
+        return _checked(_load_list(data, "<list>"))
     raise InputValidationError(
         [
             Problem(
@@ -80,6 +74,94 @@ def load_records(data: DataSource) -> list[Record]:
             )
         ]
     )
+
+
+def _check_regular_file(path: Path) -> None:
+    """A path that exists and is a regular file: a FIFO, socket or device is refused (reading one could
+    block forever or never end)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InputValidationError([Problem(str(path), None, None, "file not found")]) from None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise InputValidationError([Problem(str(path), None, None, f"cannot read: {reason}")]) from None
+    if stat.S_ISDIR(mode):
+        raise InputValidationError([Problem(str(path), None, None, "expected a file, got a directory")])
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else (
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+        raise InputValidationError(
+            [Problem(str(path), None, None, f"expected a regular file, got {kind}; save the rows to a file")]
+        )
+
+
+def _load_list(data: Sequence[Any], source: str, *, in_file: bool = False) -> list[Record]:
+    """Rows of a list of dicts (``in_file``: a ``.json`` array, whose items are named by index)."""
+    records = []
+    problems = []
+    for i, row in enumerate(data):
+        if not isinstance(row, Mapping):
+            got = type(row).__name__
+            problems.append(
+                Problem(source, None, f"[{i}]", f"expected a JSON object, got {got}")
+                if in_file else Problem(source, i + 1, None, f"expected a dict, got {got}")
+            )
+            continue
+        records.append(Record(dict(row), source, i + 1))
+    if problems:
+        raise InputValidationError(problems)
+    if not records:
+        raise InputValidationError([Problem(source, None, None, "no rows: the list is empty")])
+    return records
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")
+"""A JSON text can only produce a lone surrogate through a ``\\udXXX`` escape."""
+
+
+def value_problem(value: Any) -> tuple[str, str] | None:
+    """What makes a loaded value unusable, as (field path, message): nesting deeper than
+    :data:`MAX_DEPTH`, or a lone UTF-16 surrogate (``"\\ud800"``), which no UTF-8 file or database
+    can hold. None when the value is fine. Iterative, so any depth is measured safely."""
+    stack: list[tuple[str, Any, int]] = [("", value, 0)]
+    while stack:
+        path, item, depth = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return path, "text with a lone UTF-16 surrogate (e.g. \\ud800), which is not valid Unicode"
+            continue
+        if not isinstance(item, (Mapping, list, tuple)):
+            continue
+        if depth >= MAX_DEPTH:  # named by its column: the full path would be MAX_DEPTH steps long
+            column = re.split(r"[.\[]", path, maxsplit=1)[0]
+            return column, f"nested deeper than {MAX_DEPTH} levels of lists and objects"
+        if isinstance(item, Mapping):
+            for key, sub in item.items():
+                where = f"{path}.{key}" if path else str(key)
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return where, "a key with a lone UTF-16 surrogate, which is not valid Unicode"
+                stack.append((where, sub, depth + 1))
+        else:
+            stack.extend((f"{path}[{i}]", sub, depth + 1) for i, sub in enumerate(item))
+    return None
+
+
+def _row_problem(data: Mapping[str, Any], source: str, line: int) -> Problem | None:
+    found = value_problem(data)
+    if found is None:
+        return None
+    field, message = found
+    return Problem(source, line, field or None, message)
+
+
+def _checked(records: list[Record]) -> list[Record]:
+    """Records from Python objects (a list of dicts, a DataFrame) checked as files are."""
+    problems = [p for r in records if (p := _row_problem(r.data, r.source, r.line)) is not None]
+    if problems:
+        raise InputValidationError(problems)
+    return records
 
 
 def _is_dataframe(obj: Any) -> bool:
@@ -115,15 +197,19 @@ def _load_jsonl(path: Path) -> list[Record]:
             continue
         if not line.strip():
             continue  # blank lines (e.g. a trailing newline) are accepted
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(source, number, None, f"invalid JSON at column {exc.colno}: {exc.msg}"))
+        value, problem = _parse_json_line(line, source, number)
+        if problem is not None:
+            problems.append(problem)
             continue
         if not isinstance(value, dict):
             kind = type(value).__name__
             problems.append(Problem(source, number, None, f"expected a JSON object, got a JSON {kind}"))
             continue
+        if _SURROGATE_ESCAPE.search(line) or line.count("[") + line.count("{") > MAX_DEPTH:
+            problem = _row_problem(value, source, number)
+            if problem is not None:
+                problems.append(problem)
+                continue
         records.append(Record(value, source, number))
     if problems:
         raise InputValidationError(problems)
@@ -134,12 +220,36 @@ def _load_jsonl(path: Path) -> list[Record]:
     return records
 
 
-def _load_json_array(raw: bytes, source: str) -> list[Record]:
+def _parse_json_line(text: str, source: str, line: int | None) -> tuple[Any, Problem | None]:
+    """``json.loads`` with every way it can fail as a Problem: invalid JSON, nesting too deep for the
+    parser, an integer with too many digits."""
     try:
-        values = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputValidationError([Problem(source, None, None, f"invalid JSON: {exc}")]) from None
-    return load_records(values) if values else load_records([])
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} " if line is None else ""
+        return None, Problem(source, line, None, f"invalid JSON at {where}column {exc.colno}: {exc.msg}")
+    except RecursionError:
+        too_deep = "nested too deeply (thousands of levels of lists and objects)"
+        return None, Problem(source, line, None, too_deep)
+    except ValueError as exc:  # e.g. an integer over Python's 4,300-digit conversion limit
+        return None, Problem(source, line, None, f"invalid JSON: {exc}")
+
+
+def _load_json_array(raw: bytes, source: str) -> list[Record]:
+    """A ``.json`` file holding one array of objects: problems name the file and the item (as line)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputValidationError(
+            [Problem(source, line, None, "bytes that are not UTF-8; save the file as UTF-8")]
+        ) from None
+    values, problem = _parse_json_line(text, source, None)
+    if problem is not None:
+        raise InputValidationError([problem])
+    if not isinstance(values, list):
+        return _checked(_load_list([values], source, in_file=True))
+    return _checked(_load_list(values, source, in_file=True))
 
 
 def _maybe_json(value: str) -> Any:
@@ -147,7 +257,7 @@ def _maybe_json(value: str) -> Any:
     if text[:1] in ("[", "{"):
         try:
             return json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON after all (or too deep: checked as text)
             return value
     return value
 
@@ -166,9 +276,26 @@ def _load_csv(path: Path) -> list[Record]:
         raise InputValidationError(
             [Problem(source, None, None, "the file is empty; expected a header line and rows")]
         )
+    if csv.field_size_limit() < CSV_FIELD_LIMIT:
+        csv.field_size_limit(CSV_FIELD_LIMIT)
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    records = []
-    problems = []
+    records: list[Record] = []
+    problems: list[Problem] = []
+    try:
+        _read_csv_rows(reader, source, records, problems)
+    except csv.Error as exc:  # NUL bytes, a cell over the limit...: the line it stopped at
+        problem = Problem(source, reader.line_num or None, None, f"unreadable CSV: {exc}")
+        raise InputValidationError([problem]) from None
+    if problems:
+        raise InputValidationError(problems)
+    if not records:
+        raise InputValidationError([Problem(source, None, None, "the file has a header but no rows")])
+    return records
+
+
+def _read_csv_rows(
+    reader: csv.DictReader[str], source: str, records: list[Record], problems: list[Problem]
+) -> None:
     for row in reader:
         line = reader.line_num
         if None in row:
@@ -181,12 +308,11 @@ def _load_csv(path: Path) -> list[Record]:
             values[key] = _maybe_json(cell) if key in STRUCTURED_FIELDS else cell
         if all(v == "" for v in values.values()):
             continue
+        problem = _row_problem(values, source, line)  # JSON cells may hold escapes and nesting
+        if problem is not None:
+            problems.append(problem)
+            continue
         records.append(Record(values, source, line))
-    if problems:
-        raise InputValidationError(problems)
-    if not records:
-        raise InputValidationError([Problem(source, None, None, "the file has a header but no rows")])
-    return records
 
 
 def _load_parquet(path: Path) -> list[Record]:
@@ -198,7 +324,7 @@ def _load_parquet(path: Path) -> list[Record]:
         raise InputValidationError(
             [Problem(str(path), None, None, f"not a readable Parquet file: {exc}")]
         ) from None
-    return _load_frame(frame, str(path))
+    return _checked(_load_frame(frame, str(path)))
 
 
 def _plain(value: Any) -> Any:
