@@ -1,4 +1,5 @@
-"""The run store: real SQLite in WAL mode; killing the process half-way leaves the finished rows."""
+"""The run store: real SQLite in WAL mode; killing the process half-way leaves the finished rows; a
+round trip on both backends."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from touchstone.store import open_store
 from touchstone.store.sqlite import RunStore, StoredRow
 
 SCRIPT = textwrap.dedent(
@@ -61,10 +63,14 @@ def test_kill_half_way_leaves_finished_rows(tmp_path: Path) -> None:
     assert len(store.get_rows(run.id)) == 400  # inputs are written before scoring starts
 
 
-def test_store_roundtrip_and_wal(tmp_path: Path) -> None:
-    store = RunStore(tmp_path / "s.db")
+def test_sqlite_store_is_in_wal_mode(tmp_path: Path) -> None:
+    RunStore(tmp_path / "s.db").close()
     mode = sqlite3.connect(tmp_path / "s.db").execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
+
+
+def test_store_roundtrip(store_location: str) -> None:
+    store = open_store(store_location)
     run_id = store.create_run({"data": "x.jsonl", "n_rows": 1}, "demo", "0.1.0")
     store.put_rows(run_id, [StoredRow(0, "x.jsonl", 1, {"q": "é"}, {"response": "r"}, None)])
     store.put_scores(run_id, "f1", [(0, {"f1_score": 0.5}, False, {"calls": 1})])

@@ -118,8 +118,8 @@ def test_store_from_a_newer_version_is_refused_and_left_alone(tmp_path: Path) ->
     assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
 
 
-def test_typed_scores_are_queryable_beside_the_json(tmp_path: Path) -> None:
-    store = RunStore(tmp_path / "s.db")
+def test_typed_scores_are_queryable_beside_the_json(store_location: str) -> None:
+    store = open_store(store_location)
     run_id = store.create_run({}, None, "0.2.0")
     ok = Score("groundedness", 4.0, passed=True, threshold=3.0, reason="fine", label="good")
     bad = Score.failed("groundedness", ErrorInfo("judge_call", "HTTP 500"))
@@ -164,24 +164,27 @@ def test_typed_scores_are_queryable_beside_the_json(tmp_path: Path) -> None:
     ]
     store.put_scores(run_id, "rouge", [(0, {"rouge_f1": 0.7}, False, None, [Score("rouge_f1", 0.7)])])
 
-    # Plain SQL over the columns: what the typed lines are for.
-    with sqlite3.connect(tmp_path / "s.db") as c:
-        assert c.execute(
-            "SELECT evaluator, metric, COUNT(*), SUM(status = 'failed') FROM score_values "
-            "WHERE run_id = ? GROUP BY evaluator, metric ORDER BY evaluator, metric",
-            (run_id,),
-        ).fetchall() == [
-            ("groundedness", "groundedness", 2, 1), ("rouge", "rouge_f1", 3, 0), ("rouge", "rouge_p", 2, 0)
-        ]
+    # Plain SQL over the columns: what the typed lines are for (the same portable SQL on both backends).
+    assert store.fetch_all(
+        "SELECT evaluator, metric, COUNT(*), SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) "
+        "FROM score_values WHERE run_id = ? GROUP BY evaluator, metric ORDER BY evaluator, metric",
+        (run_id,),
+    ) == [("groundedness", "groundedness", 2, 1), ("rouge", "rouge_f1", 3, 0), ("rouge", "rouge_p", 2, 0)]
+    store.close()
 
 
-def test_a_failed_write_leaves_neither_json_nor_typed_lines(tmp_path: Path) -> None:
-    store = RunStore(tmp_path / "s.db")
+def test_a_failed_write_leaves_neither_json_nor_typed_lines(store_location: str) -> None:
+    import psycopg
+
+    store = open_store(store_location)
     run_id = store.create_run({}, None, "0.2.0")
     unbindable = Score("m", 1.0, label=object())  # type: ignore[arg-type]
-    with pytest.raises(sqlite3.Error):  # raised by the second statement, after the JSON was inserted
+    # raised by the second statement, after the JSON was inserted
+    with pytest.raises((sqlite3.Error, psycopg.Error)):
         store.put_scores(run_id, "m", [(0, {"m": 1.0}, False, None, [unbindable])])
     assert store.count_scores(run_id) == 0 and store.score_values(run_id) == []
+    store.put_scores(run_id, "m", [(0, {"m": 1.0}, False, None, [Score("m", 1.0)])])  # still usable
+    assert store.count_scores(run_id) == 1
 
 
 def test_sqlite_store_implements_the_protocol(tmp_path: Path) -> None:
@@ -222,14 +225,14 @@ def test_typed_lines_are_read_and_replaced_through_the_key(tmp_path: Path) -> No
     store.close()
 
 
-def test_stores_opened_at_once_on_a_new_file_migrate_it_once(tmp_path: Path) -> None:
-    """Several connections opening the same new file together: one migrates, the others wait for
-    its write lock and find the newest version (no 'table already exists')."""
+def test_stores_opened_at_once_on_a_new_store_migrate_it_once(store_location: str) -> None:
+    """Several connections opening the same new store together: one migrates, the others wait for
+    its lock (SQLite's write lock, PostgreSQL's advisory lock) and find the newest version (no 'table
+    already exists')."""
     from concurrent.futures import ThreadPoolExecutor
 
-    db = tmp_path / "together.db"
     with ThreadPoolExecutor(8) as pool:
-        stores = list(pool.map(lambda _: RunStore(db), range(8)))
+        stores = list(pool.map(lambda _: open_store(store_location), range(8)))
     assert {s.schema_version for s in stores} == {SCHEMA_VERSION}
     run_id = stores[0].create_run({}, None, "0.2.0")
     assert stores[-1].get_run(run_id) is not None

@@ -19,7 +19,7 @@ new one.
 
 Opening a store applies the missing steps, all in one transaction, taken so that two processes
 opening the same store at once do not both migrate it (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: a
-transaction-scoped advisory lock, then the version read again); a store whose version is above the
+session advisory lock, then the version read again in a new transaction); a store whose version is above the
 newest step raises :class:`~touchstone.store.base.StoreVersionError` and is left as it is.
 """
 
@@ -216,19 +216,26 @@ def pg_schema_version(conn: Any) -> int:
 def pg_migrate(conn: Any, where: str) -> int:
     """Bring a PostgreSQL store (a psycopg connection in autocommit mode) forward to
     :data:`SCHEMA_VERSION`; returns the version it was at. One transaction under an advisory lock,
-    so a second process opening the store meanwhile waits, then finds it migrated."""
+    so a second process opening the store meanwhile waits, then finds it migrated. A connection
+    that breaks releases the lock with its session."""
     found = pg_schema_version(conn)
     check_version(found, where)
     if found == SCHEMA_VERSION:
         return found
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (PG_LOCK_KEY,))
-        found = pg_schema_version(conn)  # another process may have migrated while we waited
-        check_version(found, where)
-        for step in MIGRATIONS[found:]:
-            for statement in statements_for("postgresql", step):
-                conn.execute(statement)
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {PG_VERSION_TABLE} (version INTEGER NOT NULL)")
-        conn.execute(f"DELETE FROM {PG_VERSION_TABLE}")
-        conn.execute(f"INSERT INTO {PG_VERSION_TABLE} (version) VALUES (%s)", (SCHEMA_VERSION,))
+    # The lock is the session's, taken before the transaction: a transaction begun after it reads
+    # the catalog as the previous holder committed it (one begun before could see the tables as
+    # missing and create them again).
+    conn.execute("SELECT pg_advisory_lock(%s)", (PG_LOCK_KEY,))
+    try:
+        with conn.transaction():
+            found = pg_schema_version(conn)  # another process may have migrated while we waited
+            check_version(found, where)
+            for step in MIGRATIONS[found:]:
+                for statement in statements_for("postgresql", step):
+                    conn.execute(statement)
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {PG_VERSION_TABLE} (version INTEGER NOT NULL)")
+            conn.execute(f"DELETE FROM {PG_VERSION_TABLE}")
+            conn.execute(f"INSERT INTO {PG_VERSION_TABLE} (version) VALUES (%s)", (SCHEMA_VERSION,))
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (PG_LOCK_KEY,))
     return found
