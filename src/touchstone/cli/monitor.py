@@ -35,8 +35,15 @@ class _ConsoleLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         colour = "red" if record.levelno >= logging.ERROR else "yellow"
-        err.print(f"[{colour}]{record.levelname.lower()}:[/] {escape(record.getMessage())}",
-                  highlight=False, soft_wrap=True)
+        err.print(
+            f"[{colour}]{record.levelname.lower()}:[/] {escape(record.getMessage())}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _bad(option: str, message: str) -> InputValidationError:
+    return InputValidationError([Problem(option, None, None, message)])
 
 
 def _listen_address(source: str) -> tuple[str, int] | None:
@@ -48,31 +55,36 @@ def _check_source(source: str, once: bool) -> tuple[Path | None, tuple[str, int]
     listen = _listen_address(source)
     if listen is not None:
         if once:
-            raise InputValidationError([Problem("SOURCE", None, None, "--once reads a directory of JSONL "
-                                                "files; an HTTP source runs until it is stopped")])
+            raise _bad(
+                "SOURCE", "--once reads a directory of JSONL files; an HTTP source runs until it is stopped"
+            )
         return None, listen
     if source.startswith(("http://", "https://")):
-        raise InputValidationError([Problem("SOURCE", None, None, f"expected http://HOST:PORT to listen on, got {source!r}")])
+        raise _bad("SOURCE", f"expected http://HOST:PORT to listen on, got {source!r}")
     path = Path(source)
     if not path.is_dir():
-        raise InputValidationError([Problem("SOURCE", None, None, f"expected a directory of .jsonl files or "
-                                            f"http://HOST:PORT, got {source!r} (no such directory)")])
+        raise _bad(
+            "SOURCE",
+            f"expected a directory of .jsonl files or http://HOST:PORT, got {source!r} (no such directory)",
+        )
     return path, None
 
 
 def _check_numbers(sample_rate: float, baseline: int, alpha: float) -> None:
     if not 0.0 < sample_rate <= 1.0:
-        raise InputValidationError([Problem("--sample-rate", None, None, f"expected a rate in (0, 1], got {sample_rate}")])
+        raise _bad("--sample-rate", f"expected a rate in (0, 1], got {sample_rate}")
     if baseline < 0:
-        raise InputValidationError([Problem("--baseline", None, None, f"expected a number of windows >= 0, got {baseline}")])
+        raise _bad("--baseline", f"expected a number of windows >= 0, got {baseline}")
     if not 0.0 < alpha < 1.0:
-        raise InputValidationError([Problem("--alpha", None, None, f"expected a level in (0, 1), got {alpha}")])
+        raise _bad("--alpha", f"expected a level in (0, 1), got {alpha}")
 
 
-def _state_dir(state: Path | None, store_path: Path, persistent: bool, name: str) -> Path:
+def _state_dir(state: Path | None, store_path: str | Path, persistent: bool, name: str) -> Path:
     if state is not None:
         return state
-    base = store_path.parent if persistent and store_path.suffix else Path.home() / ".touchstone"
+    where = Path(str(store_path))
+    local = persistent and where.suffix and "://" not in str(store_path)
+    base = where.parent if local else Path.home() / ".touchstone"
     return base / "monitors" / name
 
 
@@ -86,13 +98,16 @@ def _report_window(report: Any) -> None:
 def _sinks(webhook: str | None) -> list[Any]:
     from touchstone.monitor.sinks import LogSink, WebhookSink
 
-    sinks: list[Any] = [LogSink(lambda line: err.print(f"[bold red]alert:[/] {escape(line)}",
-                                                       highlight=False, soft_wrap=True))]
+    sinks: list[Any] = [
+        LogSink(
+            lambda line: err.print(f"[bold red]{escape(line)}[/]", highlight=False, soft_wrap=True)
+        )
+    ]
     if webhook:
         try:
             sinks.append(WebhookSink(webhook))
         except ValueError as exc:
-            raise InputValidationError([Problem("--webhook", None, None, str(exc))]) from None
+            raise _bad("--webhook", str(exc)) from None
     return sinks
 
 
@@ -115,8 +130,10 @@ def _run_loop(monitor: Any, tail: Any, server: Any, poll: float, quiet: bool) ->
 
 def _counts_line(monitor: Any) -> str:
     c = monitor.counts
-    return (f"received {c['received']}, kept {c['kept']}, invalid {c['invalid']}, sampled out "
-            f"{c['sampled_out']}, late {c['late']}, duplicate {c['duplicate']}, evaluated {c['evaluated']}")
+    return (
+        f"received {c['received']}, kept {c['kept']}, invalid {c['invalid']}, sampled out "
+        f"{c['sampled_out']}, late {c['late']}, duplicate {c['duplicate']}, evaluated {c['evaluated']}"
+    )
 
 
 def monitor_command(
@@ -125,47 +142,62 @@ def monitor_command(
         help="A directory of .jsonl files to tail (one interaction a line), or http://HOST:PORT to listen "
         "on for POST /v1/interactions (JSON or JSONL) and OTLP/HTTP POST /v1/traces (JSON or protobuf).",
     ),
-    metrics: str = typer.Option(..., "--metrics", "-m", help="Comma-separated metric names to evaluate per window."),
+    metrics: str = typer.Option(
+        ..., "--metrics", "-m", help="Comma-separated metric names to evaluate per window."
+    ),
     window: str = typer.Option("1h", "--window", help="Width of the tumbling windows: 30m, 1h, 1d..."),
     thresholds: list[str] | None = typer.Option(
-        None, "--threshold",
+        None,
+        "--threshold",
         help="METRIC=VALUE: alert when a window's mean is under VALUE (over it, for lower-is-better "
         "metrics); also the metric's pass threshold per row. Repeatable.",
     ),
     baseline: int = typer.Option(
-        0, "--baseline",
+        0,
+        "--baseline",
         help="Test each window against the per-row scores of this many earlier windows (Welch's t-test, "
         "one-sided) and alert on a significant drop; 0: no regression test.",
     ),
     alpha: float = typer.Option(0.01, "--alpha", help="Significance level of the regression test."),
     sample_rate: float = typer.Option(
-        1.0, "--sample-rate",
+        1.0,
+        "--sample-rate",
         help="Share of interactions evaluated, decided by a hash of the id (trace id for spans): the "
         "same id is always kept or always dropped.",
     ),
     webhook: str | None = typer.Option(
-        None, "--webhook", help="POST each window's alerts as JSON here (retried; never fatal; credentials in "
+        None,
+        "--webhook",
+        help="POST each window's alerts as JSON here (retried; never fatal; credentials in "
         "the URL are sent as basic authentication and never logged).",
     ),
     once: bool = typer.Option(
-        False, "--once",
+        False,
+        "--once",
         help="Read what the directory holds, evaluate every window present (closed or not), exit: 1 when "
         "an alert fired or a window could not be evaluated (for cron).",
     ),
     name: str | None = typer.Option(
-        None, "--name", help="The monitor's name (windows are stored as runs monitor:NAME:START). "
+        None,
+        "--name",
+        help="The monitor's name (windows are stored as runs monitor:NAME:START). "
         "Default: the directory's name, or 'http'.",
     ),
     state: Path | None = typer.Option(
-        None, "--state", help="Directory for read offsets, pending interactions and alerts.jsonl. "
+        None,
+        "--state",
+        help="Directory for read offsets, pending interactions and alerts.jsonl. "
         "Default: monitors/NAME beside the store.",
     ),
     grace: str = typer.Option(
         "0s", "--grace", help="Wait this long after a window ends before evaluating it (late arrivals)."
     ),
-    poll: float = typer.Option(5.0, "--poll", help="Seconds between reads of the directory and window checks."),
+    poll: float = typer.Option(
+        5.0, "--poll", help="Seconds between reads of the directory and window checks."
+    ),
     otlp_export: str | None = typer.Option(
-        None, "--otlp-export",
+        None,
+        "--otlp-export",
         help="Send each row's scores as OpenTelemetry gen_ai.evaluation.result events (OTLP/HTTP JSON logs) "
         "to this collector URL (…/v1/logs added when absent).",
     ),
@@ -173,7 +205,8 @@ def monitor_command(
     store: str | None = typer.Option(None, "--store", envvar="TOUCHSTONE_STORE", help=STORE_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No window tables; alerts and errors only."),
     judge_model: str | None = typer.Option(
-        None, "--judge-model",
+        None,
+        "--judge-model",
         help="Judge model for LLM-judged metrics (default: $TOUCHSTONE_JUDGE_MODEL, else gpt-4o-mini).",
     ),
     judge_base_url: str | None = typer.Option(
@@ -189,12 +222,18 @@ def monitor_command(
         None, "--azure-endpoint", help="Azure OpenAI endpoint of the judge (default: $AZURE_OPENAI_ENDPOINT)."
     ),
     azure_deployment: str | None = typer.Option(
-        None, "--azure-deployment", help="Azure OpenAI deployment of the judge (default: $AZURE_OPENAI_DEPLOYMENT)."
+        None,
+        "--azure-deployment",
+        help="Azure OpenAI deployment of the judge (default: $AZURE_OPENAI_DEPLOYMENT).",
     ),
-    concurrency: int | None = typer.Option(None, "--concurrency", help="Most judge requests in flight (default 32)."),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", help="Most judge requests in flight (default 32)."
+    ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the judge response cache."),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds per judge request (default 60)."),
-    max_retries: int | None = typer.Option(None, "--max-retries", help="Retries of a judge call (default 6)."),
+    max_retries: int | None = typer.Option(
+        None, "--max-retries", help="Retries of a judge call (default 6)."
+    ),
     http_transport: str | None = typer.Option(
         None, "--http-transport", help="HTTP stack under the openai client: aiohttp, httpx or auto."
     ),
@@ -214,17 +253,24 @@ def monitor_command(
         directory, listen = _check_source(source, once)
         monitor_name = name or (directory.resolve().name if directory is not None else "http")
         if not _NAME.match(monitor_name):
-            raise InputValidationError([Problem("--name", None, None, f"expected letters, digits, '_', '.', '-' "
-                                                f"(up to 64), got {monitor_name!r}")])
+            raise _bad("--name", f"expected letters, digits, '_', '.', '-' (up to 64), got {monitor_name!r}")
         _check_numbers(sample_rate, baseline, alpha)
         width, grace_s = parse_duration(window), parse_duration(grace, "--grace", minimum=0)
         threshold_values = parse_floats(thresholds, "--threshold")
         plan = plan_evaluation(
-            parse_names(metrics, "--metrics"), threshold_values, column_mapping_config(parse_pairs(maps, "--map")),
+            parse_names(metrics, "--metrics"),
+            threshold_values,
+            column_mapping_config(parse_pairs(maps, "--map")),
             judge=JudgeChoice(judge_model, judge_base_url, azure_endpoint, azure_deployment),
-            score_mode=score_mode, metric_file=metric_file,
-            judge_session=judge_options(concurrency=concurrency, cache=False if no_cache else None,
-                                        timeout=timeout, max_retries=max_retries, http_transport=http_transport),
+            score_mode=score_mode,
+            metric_file=metric_file,
+            judge_session=judge_options(
+                concurrency=concurrency,
+                cache=False if no_cache else None,
+                timeout=timeout,
+                max_retries=max_retries,
+                http_transport=http_transport,
+            ),
         )
         sinks = _sinks(webhook)
         exporter = None
@@ -243,16 +289,18 @@ def monitor_command(
     logging.getLogger("touchstone.monitor").addHandler(handler)
     logging.getLogger("touchstone.monitor").propagate = False
     config = MonitorConfig(monitor_name, width, sample_rate, threshold_values, baseline, alpha, grace_s)
-    monitor = Monitor(config, plan, run_store, state_dir, [*sinks, FileSink(state_dir.alerts_path)],
-                      exporter=exporter)
+    monitor = Monitor(
+        config, plan, run_store, state_dir, [*sinks, FileSink(state_dir.alerts_path)], exporter=exporter
+    )
     tail = DirectoryTail(directory, state_dir.load_offsets()) if directory is not None else None
     if once:
-        monitor.tail(tail)
+        if tail is not None:
+            monitor.tail(tail)
         reports = monitor.evaluate_due(everything=True)
         if not quiet:
             for report in reports:
                 _report_window(report)
-        err.print(escape(_counts_line(monitor)), highlight=False)
+        err.print(escape(_counts_line(monitor)), highlight=False, soft_wrap=True)
         fired = sum(len(r.alerts) for r in reports)
         if fired or monitor.failed_windows:
             raise typer.Exit(EXIT_GATE)

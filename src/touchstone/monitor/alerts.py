@@ -45,7 +45,10 @@ class Alert:
     def message(self) -> str:
         where = f"monitor {self.monitor}, window {self.window_start}..{self.window_end}: {self.metric}"
         if self.kind == "threshold":
-            return f"{where} mean {self.value:.4g} is past its threshold {self.reference:.4g} (n={self.n}; {self.method})"
+            return (
+                f"{where} mean {self.value:.4g} is past its threshold {self.reference:.4g} "
+                f"(n={self.n}; {self.method})"
+            )
         return (
             f"{where} mean {self.value:.4g} regressed from the baseline's {self.reference:.4g} "
             f"(n={self.n} vs {self.baseline_n} over {self.baseline_windows} windows; "
@@ -88,7 +91,7 @@ def regression_p_value(window: Sequence[float], baseline: Sequence[float], highe
     from scipy.stats import t as student_t
 
     t, df = welch_t(window, baseline)
-    if math.isinf(t) or t == 0 and math.isinf(df):
+    if math.isinf(t) or (t == 0 and math.isinf(df)):
         worse = t < 0 if higher_is_better else t > 0
         return 0.0 if worse else 1.0
     return float(student_t.cdf(t, df) if higher_is_better else student_t.sf(t, df))

@@ -43,8 +43,11 @@ def evaluation_records(rows: list[dict[str, Any]], metrics: list[tuple[str, str]
             value = row.get(f"outputs.{evaluator}.{key}")
             if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
                 continue
-            attrs = [_attr("event.name", EVENT), _attr("gen_ai.evaluation.name", evaluator),
-                     _attr("gen_ai.evaluation.score.value", value)]
+            attrs = [
+                _attr("event.name", EVENT),
+                _attr("gen_ai.evaluation.name", evaluator),
+                _attr("gen_ai.evaluation.score.value", value),
+            ]
             label = row.get(f"outputs.{evaluator}.{key}_result")
             if isinstance(label, str) and label:
                 attrs.append(_attr("gen_ai.evaluation.score.label", label))
@@ -62,10 +65,14 @@ def evaluation_records(rows: list[dict[str, Any]], metrics: list[tuple[str, str]
 
 def logs_request(records: list[dict[str, Any]]) -> dict[str, Any]:
     """An OTLP/JSON ``ExportLogsServiceRequest`` holding ``records``."""
-    return {"resourceLogs": [{
-        "resource": {"attributes": [_attr("service.name", "touchstone-monitor")]},
-        "scopeLogs": [{"scope": {"name": "touchstone.monitor"}, "logRecords": records}],
-    }]}
+    return {
+        "resourceLogs": [
+            {
+                "resource": {"attributes": [_attr("service.name", "touchstone-monitor")]},
+                "scopeLogs": [{"scope": {"name": "touchstone.monitor"}, "logRecords": records}],
+            }
+        ]
+    }
 
 
 class EvaluationExporter:
@@ -81,10 +88,10 @@ class EvaluationExporter:
         self.sent = 0
 
     def __call__(self, report: Any, rows: list[dict[str, Any]]) -> None:
-        metrics = [(name, key) for name, key in getattr(report, "metrics", [])] or _metrics_of(rows)
+        metrics = list(getattr(report, "metrics", None) or []) or _metrics_of(rows)
         records = evaluation_records(rows, metrics)
         for i in range(0, len(records), BATCH):
-            self._post(logs_request(records[i:i + BATCH]), len(records[i:i + BATCH]))
+            self._post(logs_request(records[i : i + BATCH]), len(records[i : i + BATCH]))
 
     def _post(self, payload: dict[str, Any], n: int) -> None:
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -92,10 +99,11 @@ class EvaluationExporter:
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(0.5 * attempt)
-            request = urllib.request.Request(self.url, data=body, method="POST",
-                                             headers={"Content-Type": "application/json"})
+            request = urllib.request.Request(
+                self.url, data=body, method="POST", headers={"Content-Type": "application/json"}
+            )
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as reply:  # noqa: S310 - http(s) only
+                with urllib.request.urlopen(request, timeout=self.timeout) as reply:
                     reply.read()
                 self.sent += n
                 return
@@ -112,6 +120,6 @@ def _metrics_of(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
     for row in rows[:1]:
         for column in row:
             if column.startswith("outputs.") and column.endswith("_result"):
-                evaluator, _, key = column[len("outputs."):-len("_result")].partition(".")
+                evaluator, _, key = column[len("outputs.") : -len("_result")].partition(".")
                 found[(evaluator, key)] = None
     return list(found)

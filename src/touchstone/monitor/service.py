@@ -59,6 +59,8 @@ class WindowReport:
     n: int
     summary: dict[str, Any]
     alerts: list[Alert]
+    metrics: list[tuple[str, str]] = field(default_factory=list)
+    """``(evaluator, metric key)`` of each evaluator's main score."""
 
 
 class Monitor:
@@ -186,12 +188,11 @@ class Monitor:
     # --- windows --------------------------------------------------------------------------------
 
     def due(self, everything: bool = False) -> list[int]:
-        """Starts of the windows ready to evaluate: closed (end + grace passed), or all with ``everything``."""
+        """Starts of the windows ready to evaluate: closed (end + grace passed), or every one."""
         now = self.clock()
         with self._lock:
             return sorted(
-                s for s in self.windows
-                if everything or now >= s + self.config.window + self.config.grace
+                s for s in self.windows if everything or now >= s + self.config.window + self.config.grace
             )
 
     def evaluate_due(self, everything: bool = False, progress: Any = None) -> list[WindowReport]:
@@ -213,9 +214,13 @@ class Monitor:
             batch = sorted(self.windows.get(start, {}).values(), key=lambda i: (i.timestamp, i.id))
         end = start + self.config.window
         meta = {
-            "name": self.config.name, "window_start": iso(start), "window_end": iso(end),
-            "window_seconds": self.config.window, "sample_rate": self.config.sample_rate,
-            "thresholds": dict(self.config.thresholds), "baseline_windows": self.config.baseline,
+            "name": self.config.name,
+            "window_start": iso(start),
+            "window_end": iso(end),
+            "window_seconds": self.config.window,
+            "sample_rate": self.config.sample_rate,
+            "thresholds": dict(self.config.thresholds),
+            "baseline_windows": self.config.baseline,
         }
         try:
             result = evaluate(
@@ -228,11 +233,15 @@ class Monitor:
             )
         except Exception as exc:  # the judge is down, the store is locked...: try again next time
             self.failed_windows += 1
-            log.error("window %s of monitor %s not evaluated (kept for the next attempt): %s",
-                      iso(start), self.config.name, exc)
+            log.error(
+                "window %s of monitor %s not evaluated (kept for the next attempt): %s",
+                iso(start),
+                self.config.name,
+                exc,
+            )
             return None
         run_id = str(result.run["id"])
-        report = WindowReport(start, end, run_id, len(batch), result.summary, [])
+        report = WindowReport(start, end, run_id, len(batch), result.summary, [], self.main_metrics())
         report.alerts = self.alerts_for(report)
         self._close(start, len(batch))
         for sink in self.sinks:
@@ -263,22 +272,33 @@ class Monitor:
         """The threshold and regression alerts of an evaluated window."""
         alerts: list[Alert] = []
         baseline = [w for w in stored_windows(self.store, self.config.name) if w.start < report.start]
-        baseline = baseline[-self.config.baseline:] if self.config.baseline > 0 else []
+        baseline = baseline[-self.config.baseline :] if self.config.baseline > 0 else []
         for evaluator, metric in self.main_metrics():
             entry = report.summary.get(f"{evaluator}.{metric}") or {}
             mean = entry.get("mean")
             if mean is None:
                 continue
             higher = bool(entry.get("higher_is_better", True))
-            common = {
-                "monitor": self.config.name, "window_start": iso(report.start), "window_end": iso(report.end),
-                "metric": evaluator, "value": float(mean), "n": int(entry.get("n") or 0), "run_id": report.run_id,
+            common: dict[str, Any] = {
+                "monitor": self.config.name,
+                "window_start": iso(report.start),
+                "window_end": iso(report.end),
+                "metric": evaluator,
+                "value": float(mean),
+                "n": int(entry.get("n") or 0),
+                "run_id": report.run_id,
             }
             limit = self.config.thresholds.get(evaluator)
             if limit is not None and threshold_breached(float(mean), limit, higher):
                 side = "under" if higher else "over"
-                alerts.append(Alert(kind="threshold", method=f"window mean {side} threshold",
-                                    reference=float(limit), **common))
+                alerts.append(
+                    Alert(
+                        kind="threshold",
+                        method=f"window mean {side} threshold",
+                        reference=float(limit),
+                        **common,
+                    )
+                )
             if baseline:
                 alert = self._regression(report.run_id, evaluator, metric, higher, baseline, common)
                 if alert is not None:
@@ -286,7 +306,12 @@ class Monitor:
         return alerts
 
     def _regression(
-        self, run_id: str, evaluator: str, metric: str, higher: bool, baseline: Sequence[Any],
+        self,
+        run_id: str,
+        evaluator: str,
+        metric: str,
+        higher: bool,
+        baseline: Sequence[Any],
         common: Mapping[str, Any],
     ) -> Alert | None:
         current = row_scores(self.store, run_id, evaluator, metric)
@@ -297,7 +322,11 @@ class Monitor:
         if p >= self.config.alpha:
             return None
         return Alert(
-            kind="regression", method=f"{WELCH}, alpha={self.config.alpha:g}",
-            reference=sum(before) / len(before), p_value=p, baseline_n=len(before),
-            baseline_windows=len(baseline), **common,
+            kind="regression",
+            method=f"{WELCH}, alpha={self.config.alpha:g}",
+            reference=sum(before) / len(before),
+            p_value=p,
+            baseline_n=len(before),
+            baseline_windows=len(baseline),
+            **common,
         )

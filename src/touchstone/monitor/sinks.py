@@ -107,7 +107,7 @@ class WebhookSink:
         """'' on success, else why it failed (never the URL's credentials)."""
         request = urllib.request.Request(self._url, data=body, headers=self._headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as reply:  # noqa: S310 - http(s) only
+            with urllib.request.urlopen(request, timeout=self.timeout) as reply:
                 reply.read()
             return ""
         except urllib.error.HTTPError as exc:

@@ -50,7 +50,7 @@ def stored_windows(store: Store, monitor: str) -> list[StoredWindow]:
         if not str(name).startswith(prefix) or status not in DONE_STATUSES:
             continue
         try:
-            start = int(parse_timestamp(str(name)[len(prefix):]))
+            start = int(parse_timestamp(str(name)[len(prefix) :]))
         except ValueError:
             continue
         decoded = json.loads(summary) if isinstance(summary, str) else (summary or {})
@@ -61,6 +61,7 @@ def stored_windows(store: Store, monitor: str) -> list[StoredWindow]:
 def row_scores(store: Store, run_id: str, evaluator: str, metric: str) -> list[float]:
     """The per-row values of one metric in one window (scored rows only)."""
     return [
-        float(v.value) for v in store.score_values(run_id, evaluator=evaluator, metric=metric)
+        float(v.value)
+        for v in store.score_values(run_id, evaluator=evaluator, metric=metric)
         if v.ok and v.value is not None
     ]

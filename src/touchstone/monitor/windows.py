@@ -18,7 +18,14 @@ def parse_duration(text: str, option: str = "--window", minimum: int = 1) -> int
     seconds = float(match.group(1)) * _UNITS[match.group(2)] if match else 0.0
     if not match or seconds < minimum or seconds != int(seconds):
         raise InputValidationError(
-            [Problem(option, None, None, f"expected a duration such as 30m, 1h or 1d (s, m, h, d), got {text!r}")]
+            [
+                Problem(
+                    option,
+                    None,
+                    None,
+                    f"expected a duration such as 30m, 1h or 1d (s, m, h, d), got {text!r}",
+                )
+            ]
         )
     return int(seconds)
 
@@ -42,7 +49,9 @@ def parse_timestamp(value: object) -> float:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"expected an ISO 8601 timestamp such as 2025-05-01T12:00:00Z, got {value!r}") from None
+        raise ValueError(
+            f"expected an ISO 8601 timestamp such as 2025-05-01T12:00:00Z, got {value!r}"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.timestamp()

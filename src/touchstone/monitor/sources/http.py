@@ -51,7 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: MonitorHTTPServer
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # one line per request would drown the alerts
 
     def _reply(self, status: int, body: bytes, content_type: str = "application/json") -> None:
@@ -78,13 +78,13 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         return body
 
-    def do_GET(self) -> None:  # noqa: N802 - the base class's name
+    def do_GET(self) -> None:
         if self.path.split("?")[0] == "/healthz":
             self._reply(200, b"ok", "text/plain")
         else:
             self._reply(404, b'{"error": "not found"}')
 
-    def do_POST(self) -> None:  # noqa: N802 - the base class's name
+    def do_POST(self) -> None:
         path = self.path.split("?")[0]
         if path not in ("/v1/interactions", "/v1/traces"):
             self._reply(404, b'{"error": "not found; POST /v1/interactions or /v1/traces"}')

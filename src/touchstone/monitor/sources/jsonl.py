@@ -46,7 +46,9 @@ class Line:
 class DirectoryTail:
     """Reads the ``*.jsonl`` files directly in ``directory`` from where the offsets say."""
 
-    def __init__(self, directory: str | os.PathLike[str], offsets: dict[str, FileOffset] | None = None) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str], offsets: dict[str, FileOffset] | None = None
+    ) -> None:
         self.directory = Path(directory)
         self.offsets: dict[str, FileOffset] = dict(offsets or {})
 
@@ -75,8 +77,12 @@ class DirectoryTail:
             st = path.stat()
         except FileNotFoundError:  # removed between the listing and now
             return None
-        start = known if known is not None and known.inode == st.st_ino and known.offset <= st.st_size else None
-        offset = FileOffset(st.st_ino, 0, 0) if start is None else FileOffset(st.st_ino, start.offset, start.lines)
+        start = (
+            known if known is not None and known.inode == st.st_ino and known.offset <= st.st_size else None
+        )
+        offset = (
+            FileOffset(st.st_ino, 0, 0) if start is None else FileOffset(st.st_ino, start.offset, start.lines)
+        )
         if st.st_size == offset.offset:
             return ([], offset) if start is None else None
         with path.open("rb") as fh:
@@ -86,7 +92,9 @@ class DirectoryTail:
         if end < 0:
             return [], offset
         lines = list(_split(path.name, chunk[:end], offset.lines))
-        return lines, FileOffset(st.st_ino, offset.offset + end + 1, offset.lines + chunk.count(b"\n", 0, end + 1))
+        return lines, FileOffset(
+            st.st_ino, offset.offset + end + 1, offset.lines + chunk.count(b"\n", 0, end + 1)
+        )
 
 
 def _split(source: str, block: bytes, lines_before: int) -> Iterator[Line]:

@@ -111,7 +111,10 @@ def spans_from_protobuf(payload: bytes) -> Iterator[dict[str, Any]]:
                     "start": span.start_time_unix_nano,
                     "attributes": {kv.key: _any_proto(kv.value) for kv in span.attributes},
                     "events": [
-                        {"name": ev.name, "attributes": {kv.key: _any_proto(kv.value) for kv in ev.attributes}}
+                        {
+                            "name": ev.name,
+                            "attributes": {kv.key: _any_proto(kv.value) for kv in ev.attributes},
+                        }
                         for ev in span.events
                     ],
                 }
@@ -201,17 +204,25 @@ def _flattened(attrs: dict[str, Any]) -> tuple[list[tuple[str, str]], list[tuple
         match = _FLAT.match(key)
         if match:
             parts.setdefault((match.group(1), int(match.group(2))), {})[match.group(3)] = value
-    inputs = [(str(p.get("role") or "user"), str(p["content"])) for (kind, _), p in sorted(parts.items())
-              if kind == "prompt" and "content" in p]
-    outputs = [(str(p.get("role") or "assistant"), str(p["content"])) for (kind, _), p in sorted(parts.items())
-               if kind == "completion" and "content" in p]
+    inputs = [
+        (str(p.get("role") or "user"), str(p["content"]))
+        for (kind, _), p in sorted(parts.items())
+        if kind == "prompt" and "content" in p
+    ]
+    outputs = [
+        (str(p.get("role") or "assistant"), str(p["content"]))
+        for (kind, _), p in sorted(parts.items())
+        if kind == "completion" and "content" in p
+    ]
     return inputs, outputs
 
 
 def is_genai_span(span: dict[str, Any]) -> bool:
     attrs = span["attributes"]
-    return "gen_ai.operation.name" in attrs or any(k.startswith("gen_ai.") for k in attrs) or any(
-        ev["name"].startswith("gen_ai.") for ev in span["events"]
+    return (
+        "gen_ai.operation.name" in attrs
+        or any(k.startswith("gen_ai.") for k in attrs)
+        or any(ev["name"].startswith("gen_ai.") for ev in span["events"])
     )
 
 
