@@ -144,7 +144,7 @@ def pg_server() -> Iterator[PgServer]:
     """The session's PostgreSQL server (started on first use)."""
     bindir = find_bindir()
     if bindir is None:
-        reason = "PostgreSQL server binaries (initdb, postgres) not found in /usr/lib/postgresql/*/bin or PATH"
+        reason = "PostgreSQL server binaries (initdb, postgres) not found in /usr/lib/postgresql/*/bin, PATH"
         if os.environ.get("TOUCHSTONE_REQUIRE_POSTGRES"):
             pytest.fail(reason + " and TOUCHSTONE_REQUIRE_POSTGRES is set")
         pytest.skip(reason + " (install postgresql, or set TOUCHSTONE_PG_BINDIR)")

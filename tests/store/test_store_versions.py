@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -13,6 +14,7 @@ from touchstone.errors import ConfigurationError
 from touchstone.scores import ErrorInfo, Score, Status
 from touchstone.store import RunStore, ScoreRecord, ScoreValue, Store, StoreVersionError, open_store
 from touchstone.store.migrations import SCHEMA_VERSION
+from touchstone.store.postgres import PostgresStore
 from touchstone.store.sqlite import RunInfo, StoredRow
 
 # The layout of the releases before schema versions, written as they wrote it (user_version 0).
@@ -233,7 +235,7 @@ def test_stores_opened_at_once_on_a_new_store_migrate_it_once(store_location: st
 
     with ThreadPoolExecutor(8) as pool:
         stores = list(pool.map(lambda _: open_store(store_location), range(8)))
-    assert {s.schema_version for s in stores} == {SCHEMA_VERSION}
+    assert {cast("RunStore | PostgresStore", s).schema_version for s in stores} == {SCHEMA_VERSION}
     run_id = stores[0].create_run({}, None, "0.2.0")
     assert stores[-1].get_run(run_id) is not None
     for s in stores:
