@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from touchstone._text import markup_safe
 from touchstone.errors import InputValidationError, Problem
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def open_run_store(path: str | Path | None) -> Store:
             raise fail_store(exc) from None
     for warning in caught:
         if issubclass(warning.category, StoreLocationWarning):
-            err.print(f"[yellow]warning:[/] {escape(str(warning.message))}", highlight=False, soft_wrap=True)
+            err.print(f"[yellow]warning:[/] {markup_safe(warning.message)}", highlight=False, soft_wrap=True)
         else:  # not ours to format: hand it on as it came
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     return run_store
@@ -61,13 +61,14 @@ def open_run_store(path: str | Path | None) -> Store:
 
 def fail_store(exc: BaseException) -> typer.Exit:
     """Print a store that cannot be reached as one error line on stderr; the Exit (status 1)."""
-    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {markup_safe(exc)}", highlight=False, soft_wrap=True)
     return typer.Exit(EXIT_GATE)
 
 
 def fail_input(message: str) -> typer.Exit:
     """Print ``message`` as an input error on stderr; the Exit (status 2) to raise."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    # the message quotes file names, columns and values from the data: shown as text, never as markup
+    err.print(f"[bold red]error:[/] {markup_safe(message)}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -120,10 +121,11 @@ def fmt(value: Any, digits: int = 4) -> str:
 def _summary_row(key: str, entry: Mapping[str, Any]) -> list[str]:
     failed = entry.get("n_failed", 0)
     failed_text = f"[red]{failed}[/]" if failed else "0"
+    key = markup_safe(key, keep_newlines=False)  # metric names may come from a user's metric file
     if entry.get("corpus"):
         return [key + " (corpus)", fmt(entry.get("value")), "-", str(entry.get("n", "-")), failed_text, "-"]
     if entry.get("n") == 0:  # every row failed: say so plainly instead of a made-up mean
-        return [f"[red]{escape(key)}[/]", NO_VALUE, NO_VALUE, "0", failed_text, NO_VALUE]
+        return [f"[red]{key}[/]", NO_VALUE, NO_VALUE, "0", failed_text, NO_VALUE]
     lo, hi = entry.get("ci95") or [None, None]
     ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None else "-"
     rate = entry.get("pass_rate")

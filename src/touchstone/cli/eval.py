@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -16,6 +15,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from touchstone._text import markup_safe
 from touchstone.cli.common import (
     EXIT_GATE,
     STORE_HELP,
@@ -29,6 +29,7 @@ from touchstone.cli.common import (
     parse_pairs,
     summary_table,
 )
+from touchstone.engine.option_checks import check_finite, check_mapped_inputs, check_number, check_thresholds
 from touchstone.engine.outcome import UnscoredMetric, gate_failures, unscored_metrics, with_unscored
 from touchstone.engine.planning import (
     EvaluationPlan,
@@ -120,22 +121,25 @@ def _report(
     run went; return the summary the table shows."""
     run = result.run
     shown = with_unscored(result.summary, unscored, evaluators)
-    out.print(summary_table(shown, title=f"run {run['id']} — {len(result.rows)} rows"))
+    out.print(summary_table(shown, title=f"run {markup_safe(run['id'])} — {len(result.rows)} rows"))
     for key, entry in shown.items():  # safety metrics: the defect rate at the chosen level
         if entry.get("defect_rate") is not None:
             lo, hi = entry["defect_rate_ci95"]
-            out.print(f"{key}: defect rate {entry['defect_rate']:.1%} at >= {entry['defect_level']:g} "
+            out.print(f"{markup_safe(key)}: defect rate {entry['defect_rate']:.1%} "
+                      f"at >= {entry['defect_level']:g} "
                       f"(95% CI {lo:.1%}-{hi:.1%}; {entry['n_defects']} of {entry['n']}; "
                       f"{entry['n_failed']} failed)", highlight=False)
     if out_dir is not None:
         result.write(out_dir)
-        out.print(f"wrote {out_dir / 'rows.jsonl'} and {out_dir / 'summary.json'}")
+        out.print(f"wrote {markup_safe(out_dir / 'rows.jsonl')} and {markup_safe(out_dir / 'summary.json')}",
+                  highlight=False)
     if persistent:
-        out.print(f"stored in {store_path} as run {run['id']} (touchstone show {run['id']})", highlight=False)
+        out.print(f"stored in {markup_safe(store_path)} as run {run['id']} (touchstone show {run['id']})",
+                  highlight=False)
     else:
         out.print(f"run {run['id']} was kept in memory only: no run store to keep it in", highlight=False)
     for metric in unscored:
-        line = escape(metric.describe())
+        line = markup_safe(metric.describe())
         err.print(f"[bold red]error:[/] {line}", highlight=False, markup=True, soft_wrap=True)
     return shown
 
@@ -158,8 +162,23 @@ def _exit_status(
     except InputValidationError as exc:
         raise fail_input(str(exc)) from None
     for line in below:
-        err.print(f"[red]gate failed:[/] {line}")
+        err.print(f"[red]gate failed:[/] {markup_safe(line)}", highlight=False)
     return EXIT_GATE if below else code
+
+
+def _check_numbers(
+    workers: int | None,
+    concurrency: int | None,
+    timeout: float | None,
+    max_retries: int | None,
+    defect_level: float | None,
+) -> None:
+    """Numeric options finite and in range (``--timeout nan`` or ``--workers -1`` must not run)."""
+    check_number(workers, "--workers", minimum=1)
+    check_number(concurrency, "--concurrency", minimum=1)
+    check_number(timeout, "--timeout", above=0)
+    check_number(max_retries, "--max-retries", minimum=0)
+    check_number(defect_level, "--defect-level", minimum=0, maximum=7)
 
 
 def eval_command(
@@ -272,6 +291,9 @@ def eval_command(
         named = parse_names(metrics, "--metrics") if metrics is not None else None
         threshold_values = parse_floats(thresholds, "--threshold")
         minimum_values = parse_floats(minimums, "--min")
+        check_finite(threshold_values, "--threshold")
+        check_finite(minimum_values, "--min")
+        _check_numbers(workers, concurrency, timeout, max_retries, defect_level)
         evaluator_config = column_mapping_config(parse_pairs(maps, "--map"))
         # a preset's conditional metrics depend on the inputs the rows provide
         inputs = mapped_inputs(data_columns(data), evaluator_config) if preset and not resume else None
@@ -294,6 +316,8 @@ def eval_command(
             resume=resume,
             metric_options=parse_metric_options(metric_options),
         )
+        check_thresholds(plan.evaluators, threshold_values)
+        check_mapped_inputs(plan.evaluators, plan.evaluator_config)
         if defect_level is not None:
             set_defect_level(plan.evaluators, defect_level)
         if dry_run:
@@ -309,7 +333,7 @@ def eval_command(
         partial = getattr(exc, "result", None)
         if partial is not None:  # the summary of what was scored, the rest counted as failed
             _report(partial, list(plan.evaluators), [], out_dir, run_store.path, run_store.persistent)
-        err.print(f"[bold red]run stopped:[/] {exc}", highlight=False)
+        err.print(f"[bold red]run stopped:[/] {markup_safe(exc)}", highlight=False)
         raise typer.Exit(EXIT_GATE) from None
 
     evaluators = list(plan.evaluators)

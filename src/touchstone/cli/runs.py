@@ -5,6 +5,8 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
+from touchstone._redact import redact_urls
+from touchstone._text import markup_safe, safe_text
 from touchstone.cli.common import STORE_HELP, open_run_store, out
 
 
@@ -14,19 +16,14 @@ def runs_command(
 ) -> None:
     """List stored runs, newest first."""
     run_store = open_run_store(store)
-    table = Table(title=f"runs in {run_store.path}")
+    table = Table(title=f"runs in {markup_safe(run_store.path)}")
     table.add_column("id", no_wrap=True, min_width=22)
     for col in ("name", "started", "status", "rows", "data", "metrics"):
         table.add_column(col, overflow="fold")
     for info in run_store.list_runs(limit):
         evaluators = ", ".join(info.config.get("evaluators", {}))
-        table.add_row(
-            info.id,
-            info.name or "",
-            info.started,
-            info.status,
-            str(info.config.get("n_rows", "")),
-            str(info.config.get("data", "")),
-            evaluators,
-        )
+        # every cell comes from the store, written from user data: text, never markup or controls
+        cells = (info.id, info.name or "", info.started, info.status, info.config.get("n_rows", ""),
+                 redact_urls(str(info.config.get("data", ""))), evaluators)
+        table.add_row(*(safe_text(cell, keep_newlines=False) for cell in cells))
     out.print(table)

@@ -3,14 +3,14 @@ evidence of claim-based metrics (faithfulness, context_recall... and groundednes
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
+from touchstone._redact import redact_config
+from touchstone._text import json_dumps, markup_safe
 from touchstone.cli.common import STORE_HELP, fail_input, open_run_store, out, summary_table
 
 EVIDENCE_LISTS = (("claims", "claim"), ("sentences", "sentence"))
@@ -56,9 +56,9 @@ def evidence_table(evidence: list[dict[str, Any]], rows: int) -> tuple[Table, in
         if e["row"] not in keep:
             continue
         colour = "green" if e["verdict"] in _GOOD else "red"
-        table.add_row(str(e["row"]), escape(e["metric"]), escape(e["claim"]),
-                      f"[{colour}]{escape(e['verdict'])}[/]", escape(str(e["document"] or "-")),
-                      escape(e["reason"]))
+        table.add_row(str(e["row"]), markup_safe(e["metric"]), markup_safe(e["claim"]),
+                      f"[{colour}]{markup_safe(e['verdict'])}[/]", markup_safe(e["document"] or "-"),
+                      markup_safe(e["reason"]))
     return table, len(shown_rows) - len(keep)
 
 
@@ -81,14 +81,17 @@ def show_command(
     summary = (info.summary or {}).get("summary", {})
     evidence = claim_evidence(run_store.get_scores(run_id)) if evidence_rows != 0 else []
     if as_json:
-        doc = {"metrics": info.metrics or {}, "summary": summary, "run": info.as_dict()}
+        # runs stored before URLs were redacted are redacted here; C1 and bidi characters as escapes
+        doc = redact_config({"metrics": info.metrics or {}, "summary": summary, "run": info.as_dict()})
         if evidence:
             doc["evidence"] = evidence
-        out.print_json(json.dumps(doc, default=str))
+        typer.echo(json_dumps(doc, indent=2, default=str))
         return
-    out.print(summary_table(summary, title=f"run {info.id} — {info.status} — {info.config.get('data')}"))
+    title = f"run {info.id} — {info.status} — {info.config.get('data')}"
+    out.print(summary_table(summary, title=markup_safe(redact_config(title), keep_newlines=False)))
     out.print(
-        f"started {info.started}, finished {info.finished or '-'}, package {info.version}", highlight=False
+        markup_safe(f"started {info.started}, finished {info.finished or '-'}, package {info.version}"),
+        highlight=False,
     )
     if evidence:
         table, left = evidence_table(evidence, evidence_rows)
