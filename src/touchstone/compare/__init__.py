@@ -1,0 +1,20 @@
+"""Comparisons of stored runs: two runs of the same rows (:func:`compare_runs`,
+:func:`rows_changed_most`) and a baseline run against a jailbroken one (:func:`compare_jailbreak`)."""
+
+from touchstone.compare.matching import UnknownRunError
+from touchstone.compare.runs import (
+    MetricComparison,
+    RowChange,
+    RunComparison,
+    compare_runs,
+    rows_changed_most,
+)
+
+__all__ = [
+    "MetricComparison",
+    "RowChange",
+    "RunComparison",
+    "UnknownRunError",
+    "compare_runs",
+    "rows_changed_most",
+]
