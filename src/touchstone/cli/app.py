@@ -10,8 +10,10 @@ from touchstone.cli.common import err
 from touchstone.cli.eval import eval_command
 from touchstone.cli.metrics import metrics_command
 from touchstone.cli.monitor import monitor_command
+from touchstone.cli.presets import presets_command
 from touchstone.cli.runs import runs_command
 from touchstone.cli.show import show_command
+from touchstone.cli.ui import ui_command
 from touchstone.cli.version import version_command
 
 app = typer.Typer(
@@ -24,8 +26,10 @@ app = typer.Typer(
 app.command("eval")(eval_command)
 app.command("metrics")(metrics_command)
 app.command("monitor")(monitor_command)
+app.command("presets")(presets_command)
 app.command("runs")(runs_command)
 app.command("show")(show_command)
+app.command("ui")(ui_command)
 app.command("version")(version_command)
 
 EXIT_INTERRUPTED = 130

@@ -16,6 +16,7 @@ from rich.progress import (
 )
 
 from touchstone._text import markup_safe
+from touchstone.cli import spending
 from touchstone.cli.common import (
     EXIT_GATE,
     STORE_HELP,
@@ -34,7 +35,6 @@ from touchstone.engine.outcome import UnscoredMetric, gate_failures, unscored_me
 from touchstone.engine.planning import (
     EvaluationPlan,
     JudgeChoice,
-    choose_metrics,
     column_mapping_config,
     data_columns,
     judge_options,
@@ -42,6 +42,7 @@ from touchstone.engine.planning import (
     parse_metric_options,
     plan_evaluation,
 )
+from touchstone.engine.sampling import SampleRequest
 from touchstone.errors import ConfigurationError, InputValidationError, RunAbortedError
 from touchstone.evaluators.safety.severity import set_defect_level
 from touchstone.store.base import StoreConnectionError
@@ -74,22 +75,9 @@ class _progress:
             self.progress.stop()
 
 
-def _dry_run(data: Path, plan: EvaluationPlan) -> None:
-    from touchstone.engine.dryrun import estimate
-    from touchstone.judges.config import JudgeSettings
-
-    est = estimate(
-        data=str(data),
-        evaluators=plan.evaluators,
-        evaluator_config=plan.evaluator_config,
-        settings=JudgeSettings.from_options(plan.judge_options),
-    )
-    for line in est.lines():
-        out.print(line, highlight=False)
-
-
 def _run(
-    data: Path, plan: EvaluationPlan, name: str | None, run_store: Any, workers: int | None, quiet: bool
+    data: Any, plan: EvaluationPlan, name: str | None, run_store: Any, workers: int | None, quiet: bool,
+    **extra: Any,
 ) -> Any:
     from touchstone.engine.runner import evaluate
 
@@ -100,12 +88,13 @@ def _run(
                 progress.update(task, completed=done, total=total)
 
         return evaluate(
-            data=str(data),
+            data=str(data) if isinstance(data, Path) else data,
             evaluation_name=name,
             store=run_store,
             progress=on_progress,
             workers=workers,
             **plan.evaluate_kwargs(),
+            **extra,
         )
 
 
@@ -266,7 +255,37 @@ def eval_command(
     dry_run: bool = typer.Option(
         False,
         "--dry-run",
-        help="Print the number of judge calls and an estimate of tokens and cost; call nothing.",
+        help="Print the judge calls, prompt and completion tokens and cost per metric and per cost tier, "
+        "from the prompts rendered on the rows (after --sample/--budget); call nothing.",
+    ),
+    max_tier: str | None = typer.Option(
+        None, "--max-tier", help="Leave out metrics above this cost tier: free < low < medium < high."
+    ),
+    pricing: Path | None = typer.Option(
+        None, "--pricing", help="Prices per million tokens (YAML/JSON: MODEL: {input: USD, output: USD}), "
+        "over the built-in table, for the estimate and the run's cost."
+    ),
+    sample: int | None = typer.Option(None, "--sample", help="Evaluate N rows chosen by --strategy."),
+    budget: float | None = typer.Option(
+        None, "--budget", help="Evaluate as many rows (chosen by --strategy) as the estimated cost allows, "
+        "never more: an amount in the pricing table's currency (USD)."
+    ),
+    strategy: str = typer.Option(
+        "random", "--strategy", help="How --sample/--budget choose rows: random (seeded), diverse (every "
+        "stratum or query cluster), difficult (failed/low/disputed in earlier runs first), uncertain "
+        "(active-learning signal)."
+    ),
+    stratify_by: str | None = typer.Option(
+        None, "--stratify-by", help="diverse: strata are this column's values (default: k-means clusters "
+        "of the query embeddings from the local model)."
+    ),
+    allocation: str = typer.Option(
+        "proportional", "--allocation", help="diverse: rows per stratum proportional to its size, or equal."
+    ),
+    clusters: int | None = typer.Option(None, "--clusters", help="diverse: number of k-means clusters."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sampling strategy (same seed, same rows)."),
+    rows_of: str | None = typer.Option(
+        None, "--rows-of", help="Evaluate the rows a stored sampled run used (a paired comparison)."
     ),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds per judge request (default 60)."),
     max_retries: int | None = typer.Option(
@@ -297,7 +316,7 @@ def eval_command(
         evaluator_config = column_mapping_config(parse_pairs(maps, "--map"))
         # a preset's conditional metrics depend on the inputs the rows provide
         inputs = mapped_inputs(data_columns(data), evaluator_config) if preset and not resume else None
-        metric_names = choose_metrics(named, preset, inputs)
+        metric_names, preset_options = spending.preset_metrics(named, preset, inputs)
         plan = plan_evaluation(
             metric_names,
             threshold_values,
@@ -314,17 +333,24 @@ def eval_command(
             ),
             store=store,
             resume=resume,
-            metric_options=parse_metric_options(metric_options),
+            metric_options=spending.merge_options(
+                preset_options, parse_metric_options(metric_options), metric_names
+            ),
         )
         check_thresholds(plan.evaluators, threshold_values)
         check_mapped_inputs(plan.evaluators, plan.evaluator_config)
         if defect_level is not None:
             set_defect_level(plan.evaluators, defect_level)
+        selection = spending.select_for_run(
+            data, plan, store=store, max_tier=max_tier, pricing=pricing, rows_of=rows_of, dry_run=dry_run,
+            request=SampleRequest(sample, budget, strategy, seed, stratify_by, allocation, clusters),
+        )
         if dry_run:
-            _dry_run(data, plan)
+            spending.print_dry_run(selection, plan)
             raise typer.Exit(0)
         run_store = open_run_store(store)
-        result = _run(data, plan, name, run_store, workers, quiet)
+        result = _run(selection.data, plan, name, run_store, workers, quiet, **selection.evaluate_options())
+        spending.report_estimate(run_store, result.run["id"], selection)
     except StoreConnectionError as exc:  # the store's server: not the input's fault (exit 1)
         raise fail_store(exc) from None
     except (InputValidationError, ConfigurationError) as exc:
