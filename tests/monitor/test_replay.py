@@ -125,6 +125,7 @@ def test_planted_drop_raises_exactly_the_expected_alerts(
     # stored: one run per window, named after it, with its rows' scores
     windows = stored_windows(store, "shop")
     assert [w.run_id for w in windows] == [r.run_id for r in reports]
+    assert windows[-1].summary["f1_score.f1_score"] == reports[-1].summary["f1_score.f1_score"]
     run = store.get_run(reports[-1].run_id)
     assert run is not None and run.name == "monitor:shop:2025-05-01T12:00:00Z"
     assert run.config["options"]["monitor"]["window_end"] == "2025-05-01T13:00:00Z"

@@ -29,7 +29,8 @@ def run_name(monitor: str, start: int) -> str:
 
 @dataclass(frozen=True)
 class StoredWindow:
-    """An evaluated window as stored: its run id, start (Unix seconds) and summary."""
+    """An evaluated window as stored: its run id, start (Unix seconds) and summary (per metric key:
+    n, mean, n_failed, pass rate...)."""
 
     run_id: str
     start: int
@@ -54,6 +55,8 @@ def stored_windows(store: Store, monitor: str) -> list[StoredWindow]:
         except ValueError:
             continue
         decoded = json.loads(summary) if isinstance(summary, str) else (summary or {})
+        if isinstance(decoded.get("summary"), dict):  # the run's document: summary, usage...
+            decoded = decoded["summary"]
         latest[start] = StoredWindow(str(run_id), start, str(status), decoded)
     return [latest[s] for s in sorted(latest)]
 
