@@ -1,6 +1,7 @@
 """A real PostgreSQL server for tests: ``initdb`` into a temporary folder, ``postgres`` on a free
 loopback port (its unix socket in the same folder), password login, stopped at the end of the
-session. As root the server runs as the ``postgres`` system user (PostgreSQL refuses root).
+session. As root the server runs as the ``postgres`` system user (else ``nobody``): PostgreSQL
+refuses to run as root.
 
 Fixtures (imported by ``tests/conftest.py``, so every test folder can use them):
 
@@ -69,7 +70,10 @@ class PgServer:
         if os.geteuid() == 0:  # the server refuses to run as root: hand the folder to `postgres`
             import pwd
 
-            entry = pwd.getpwnam("postgres")
+            try:
+                entry = pwd.getpwnam("postgres")
+            except KeyError:  # PostgreSQL installed without its system user
+                entry = pwd.getpwnam("nobody")
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
             self._run_as = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
         self._proc: subprocess.Popen[bytes] | None = None

@@ -21,10 +21,12 @@ from touchstone.store.base import (
     StoreLocationWarning,
     StoreVersionError,
 )
+from touchstone.store.postgres import PostgresStore
 from touchstone.store.sqlite import RunStore, default_store_path, encode_outputs
 from touchstone.store.urls import is_postgres_url, redact_url
 
 __all__ = [
+    "PostgresStore",
     "PutScoresItem",
     "RunInfo",
     "RunStore",
@@ -58,10 +60,8 @@ def open_store(path_or_store: StoreSpec = None) -> Store:
         env = os.environ.get("TOUCHSTONE_STORE")
         if env and is_postgres_url(env):
             path_or_store = env
-    if path_or_store is not None and is_postgres_url(path_or_store):
-        from touchstone.store.postgres import PostgresStore
-
-        return PostgresStore(os.fspath(path_or_store))  # type: ignore[arg-type]
+    if isinstance(path_or_store, (str, os.PathLike)) and is_postgres_url(path_or_store):
+        return PostgresStore(str(os.fspath(path_or_store)))
     if path_or_store is None or isinstance(path_or_store, (str, os.PathLike)):
         return RunStore(path_or_store)
     if isinstance(path_or_store, Store):

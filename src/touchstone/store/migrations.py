@@ -19,8 +19,8 @@ new one.
 
 Opening a store applies the missing steps, all in one transaction, taken so that two processes
 opening the same store at once do not both migrate it (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: a
-session advisory lock, then the version read again in a new transaction); a store whose version is above the
-newest step raises :class:`~touchstone.store.base.StoreVersionError` and is left as it is.
+session advisory lock, then the version read again in a new transaction); a store whose version is
+above the newest step raises :class:`~touchstone.store.base.StoreVersionError` and is left as it is.
 """
 
 from __future__ import annotations
