@@ -85,6 +85,8 @@ def show_command(
         doc = redact_config({"metrics": info.metrics or {}, "summary": summary, "run": info.as_dict()})
         if evidence:
             doc["evidence"] = evidence
+        if (info.summary or {}).get("estimate"):
+            doc["estimate"] = info.summary["estimate"]  # type: ignore[index]
         typer.echo(json_dumps(doc, indent=2, default=str))
         return
     title = f"run {info.id} — {info.status} — {info.config.get('data')}"
@@ -93,6 +95,9 @@ def show_command(
         markup_safe(f"started {info.started}, finished {info.finished or '-'}, package {info.version}"),
         highlight=False,
     )
+    from touchstone.cli.spending import show_sample_and_estimate
+
+    show_sample_and_estimate(info)
     if evidence:
         table, left = evidence_table(evidence, evidence_rows)
         out.print(table)

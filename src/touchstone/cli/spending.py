@@ -174,3 +174,15 @@ def estimate_vs_actual_table(doc: Mapping[str, Any]) -> Table:
             cells += _pair(figs.get(key) or {}, money=key == "cost_usd")
         table.add_row(Text(name), *cells, style="bold" if name == "total" else None)
     return table
+
+
+def show_sample_and_estimate(info: Any) -> None:
+    """For ``touchstone show``: the run's sample (strategy, rows) and its estimate against the actual."""
+    sampling = ((info.config or {}).get("options") or {}).get("sampling")
+    if isinstance(sampling, Mapping):
+        budget = "" if sampling.get("budget") is None else f", budget {sampling['budget']:g}"
+        out.print(Text(f"sample: {len(sampling.get('row_ids') or [])} of {sampling.get('total_rows')} rows, "
+                       f"strategy {sampling.get('strategy')}, seed {sampling.get('seed')}{budget}"))
+    doc = (info.summary or {}).get("estimate")
+    if isinstance(doc, Mapping) and doc.get("total"):
+        out.print(estimate_vs_actual_table(doc))
