@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from touchstone._text import json_dumps
 from touchstone.evaluators.base import Evaluator
 from touchstone.evaluators.custom import CallableEvaluator
 
@@ -77,9 +77,9 @@ class EvaluationResult(dict[str, Any]):
         _dump(self.sdk_document(), path / RESULTS_FILE)
         with (path / "rows.jsonl").open("w", encoding="utf-8") as fh:
             for row in self.rows:
-                fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                fh.write(json_dumps(row, default=str) + "\n")  # C1/bidi as escapes: safe to cat
         (path / "summary.json").write_text(
-            json.dumps(self.summary_document(), ensure_ascii=False, indent=2, default=str), encoding="utf-8"
+            json_dumps(self.summary_document(), indent=2, default=str), encoding="utf-8"
         )
         return path / RESULTS_FILE
 
@@ -88,7 +88,7 @@ def _dump(doc: Mapping[str, Any], path: Path) -> None:
     # One line with NaN written as NaN, as the SDK's json.dump gives it; values JSON cannot hold
     # (a date a target returned) as their text rather than a failure after the run.
     with path.open("w", encoding="utf-8") as fh:
-        json.dump(doc, fh, ensure_ascii=False, default=str)
+        fh.write(json_dumps(doc, default=str))
 
 
 def own_aggregators(evs: Mapping[str, Evaluator]) -> dict[str, Callable[[Any], Any]]:
