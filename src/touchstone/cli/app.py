@@ -7,6 +7,7 @@ import sys
 import typer
 
 from touchstone.cli.common import err
+from touchstone.cli.compare import compare_command
 from touchstone.cli.eval import eval_command
 from touchstone.cli.metrics import metrics_command
 from touchstone.cli.monitor import monitor_command
@@ -23,6 +24,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.command("compare")(compare_command)
 app.command("eval")(eval_command)
 app.command("metrics")(metrics_command)
 app.command("monitor")(monitor_command)
