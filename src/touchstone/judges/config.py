@@ -433,8 +433,8 @@ class JudgeSettings:
     def validate(self) -> None:
         if int(self.concurrency) < 1:
             raise ConfigurationError(f"concurrency must be at least 1, got {self.concurrency}")
-        if float(self.timeout) <= 0:
-            raise ConfigurationError(f"timeout must be positive, got {self.timeout}")
+        if not 0 < float(self.timeout) < float("inf"):  # also refuses nan, which compares false
+            raise ConfigurationError(f"timeout must be a positive number of seconds, got {self.timeout}")
         if int(self.max_retries) < 0:
             raise ConfigurationError(f"max_retries must be 0 or more, got {self.max_retries}")
         if self.http_transport not in HTTP_TRANSPORTS:
