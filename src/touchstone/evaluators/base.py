@@ -39,7 +39,9 @@ Outputs = Outcome
 """What the scoring methods return: Scores with their flat SDK rendering (see :mod:`touchstone.scores`)."""
 
 Tier = Literal["free", "low", "medium", "high"]
-"""Cost tiers (SPEC 3.8): free (lexical, ranking), low (small local model or judge), medium, high."""
+"""Cost tiers (SPEC 3.8), cheapest first: free (lexical, ranking, local models: nothing billed per
+call), low (a small judge or a short judgement), medium (a judge call per row), high (a large judge or
+several calls per row). ``--max-tier`` keeps the metrics at or below one."""
 
 
 @dataclass(frozen=True)

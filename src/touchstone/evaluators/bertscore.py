@@ -76,7 +76,7 @@ class BertScoreEvaluator(LazyModelState, Evaluator):
     prefix = "bertscore_f1"
     score_key = "bertscore_f1"
     secondary = ("bertscore_precision", "bertscore_recall")
-    tier = "low"
+    tier = "free"  # a local model: no judge, no per-call price
     inputs = RESPONSE_AND_GROUND_TRUTHS
     description = "BERTScore precision/recall/F1 with a local model (bert-score)"
     value_range = "0-1 (rescaled: may be below 0)"

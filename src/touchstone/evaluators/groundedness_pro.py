@@ -189,7 +189,7 @@ class GroundednessProEvaluator(Evaluator):
     )
     description = "every response sentence entailed by the context (local NLI cross-encoder, or a judge)"
     value_range = "true/false"
-    tier: ClassVar[Tier] = "low"
+    tier: ClassVar[Tier] = "free"  # a local NLI model (medium when a judge does it, below)
     aggregators: ClassVar[tuple[str, ...]] = ("mean", "pass_rate", "total")
     secondary = ("groundedness_pro_sentences", "groundedness_pro_ungrounded_sentences",
                  "groundedness_pro_no_sentences", "groundedness_pro_empty_context")

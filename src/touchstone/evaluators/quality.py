@@ -425,6 +425,7 @@ class QAEvaluator(Evaluator):
     description = "composite: groundedness, relevance, coherence, fluency, similarity, f1_score"
     needs_judge = True
     is_async = True
+    tier = "high"  # five judge calls per row
 
     def __init__(
         self,
