@@ -455,7 +455,7 @@ class _Runner:
         n_workers = max(
             1,
             int(self.ctx.options.get("workers_async", 0))
-            or 4 * int(self.ctx.options.get("concurrency") or 32),
+            or 8 * int(self.ctx.options.get("concurrency") or 32),
         )
 
         async def job(i: int, name: str) -> None:

@@ -8,6 +8,21 @@ slowly beyond it (``increase_per_round`` slots per round), never above the confi
 The admitted level is the number of requests that were sent before the refused
 one and were still in flight when it was refused: the server was serving them all. A server's
 Retry-After can also pause new requests for a while (:meth:`AdaptiveLimiter.pause`).
+
+Only refusals that say something about concurrency lower the limit. A 429 met at a level of
+concurrency the server has recently served (one of the last :data:`SERVED_WINDOW` replies came back
+with at least as many requests in flight) is not a capacity signal: a server that refuses a few
+requests at random (a flaky gateway, a shared per-minute window) would otherwise halve the limit again
+and again and throttle the run to one request at a time. A capacity limit refuses the requests *above*
+the level it serves, and those lower the limit: at once when no reply has come back yet, else on the
+second such refusal before a reply comes back at that level (one refusal just above the levels served
+while the limit probes upwards is as likely chance as capacity). Timeouts, dropped connections and 5xx never lower it:
+a slow or failing reply is not the server asking for less concurrency.
+
+A request that takes far longer than the server's recent replies (:meth:`AdaptiveLimiter.stall_after`)
+is *detached* (:meth:`AdaptiveLimiter.detach`): it keeps waiting for its reply up to its timeout, but
+its slot goes to the next request, so a few hung requests do not hold the whole run up. At most
+:data:`DETACHED_PER_SLOT` times ``maximum`` requests are detached at once.
 :class:`TokenBucket` caps requests or tokens per minute.
 """
 
@@ -15,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import math
 import time
 from dataclasses import dataclass
 
@@ -27,6 +43,23 @@ class Ticket:
     generation: int
     started: float
     seq: int = 0
+    level: int = 0
+    """Requests in flight when it was taken, itself included."""
+    detached: bool = False
+    """Its slot was given to another request while it still waited (a stalled request)."""
+
+
+SERVED_WINDOW = 64
+"""How many of the latest replies tell which levels of concurrency the server serves."""
+
+STALL_FACTOR = 4.0
+"""A request in flight this many times the recent 90th percentile of reply times is stalled..."""
+STALL_MIN_SECONDS = 0.5
+"""...and never sooner than this."""
+DETACHED_PER_SLOT = 4
+"""Stalled requests allowed per slot of the maximum (each holds only a socket)."""
+LATENCY_SAMPLES = 64
+"""Reply times kept (the last ones) to judge what is slow."""
 
 
 class AdaptiveLimiter:
@@ -55,6 +88,13 @@ class AdaptiveLimiter:
         self._active: dict[int, None] = {}  # seqs of the slots held, in the order they were taken
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._paused_until = 0.0
+        self._served: collections.deque[int] = collections.deque(maxlen=SERVED_WINDOW)  # their levels
+        self.ignored_refusals = 0  # 429s at a level the server had just served
+        self._strike_level = 0  # the lowest level refused above the served ones (0: none)
+        self.detached = 0  # requests still waiting whose slots were handed on
+        self.detached_total = 0
+        self._latencies: collections.deque[float] = collections.deque(maxlen=LATENCY_SAMPLES)
+        self._stall: float | None = None
 
     @property
     def current(self) -> int:
@@ -87,7 +127,7 @@ class AdaptiveLimiter:
         self.in_flight += 1
         self._seq += 1
         self._active[self._seq] = None
-        return Ticket(self.generation, time.monotonic(), self._seq)
+        return Ticket(self.generation, time.monotonic(), self._seq, self.in_flight)
 
     def _wake(self) -> None:
         free = self.current - self.in_flight
@@ -98,19 +138,65 @@ class AdaptiveLimiter:
                 free -= 1
 
     def release(self, ticket: Ticket, outcome: str = "success") -> None:
-        """Give the slot back. ``outcome``: ``success``, ``rate_limited`` (a 429) or ``error``."""
-        self.in_flight -= 1
-        self._active.pop(ticket.seq, None)
+        """Give the slot back. ``outcome``: ``success``, ``rate_limited`` (a 429) or anything else
+        (``error``, ``timeout``, ``cancelled``: no change of the limit)."""
+        if ticket.detached:
+            self.detached -= 1
+        else:
+            self.in_flight -= 1
+            self._active.pop(ticket.seq, None)
+        if outcome == "success":
+            self._latencies.append(time.monotonic() - ticket.started)
+            if len(self._latencies) % 8 == 0 or self._stall is None:
+                self._stall = self._stall_from_samples()
         if self.adaptive:
             if outcome == "rate_limited":
-                self._decrease(ticket)
+                self._refused(ticket)
             elif outcome == "success":
+                self._served.append(ticket.level)
+                if ticket.level >= self._strike_level:
+                    self._strike_level = 0  # served after all: that refusal was chance
                 self._increase()
         self._wake()
 
-    def _decrease(self, ticket: Ticket) -> None:
+    def stall_after(self) -> float | None:
+        """Seconds after which a request in flight counts as stalled (None: too few replies seen)."""
+        return self._stall
+
+    def _stall_from_samples(self) -> float | None:
+        if len(self._latencies) < 8:
+            return None
+        ordered = sorted(self._latencies)
+        p90 = ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)]
+        return max(STALL_MIN_SECONDS, STALL_FACTOR * p90)
+
+    def detach(self, ticket: Ticket) -> None:
+        """``ticket``'s request is stalled: hand its slot on while it goes on waiting (its
+        :meth:`release` comes later). Does nothing when too many are detached already."""
+        if ticket.detached or ticket.seq not in self._active:
+            return
+        if self.detached >= DETACHED_PER_SLOT * self.maximum:
+            return
+        ticket.detached = True
+        self.detached += 1
+        self.detached_total += 1
+        self.in_flight -= 1
+        self._active.pop(ticket.seq, None)
+        self._wake()
+
+    def _refused(self, ticket: Ticket) -> None:
         if ticket.generation != self.generation:
             return  # this request was sent before we last backed off: same burst
+        if self._served:
+            if ticket.level <= max(self._served):  # it has just served this many at once
+                self.ignored_refusals += 1
+                return
+            if not self._strike_level:  # the first refusal above the served levels: wait for a second
+                self._strike_level = ticket.level
+                return
+        self._decrease(ticket)
+
+    def _decrease(self, ticket: Ticket) -> None:
         admitted = 0
         for seq in self._active:  # in the order taken: stop at the first one sent after the refused one
             if seq >= ticket.seq:
@@ -120,6 +206,7 @@ class AdaptiveLimiter:
         self.limit = max(1.0, self.limit / 2)
         self.threshold = max(self.limit, min(previous, float(admitted)))
         self._successes = 0
+        self._strike_level = 0
         self.generation += 1
         self.decreases += 1
         self.min_limit = min(self.min_limit, self.limit)

@@ -41,6 +41,7 @@ from touchstone.judges.errors import (
     UnsupportedParameter,
     redact,
 )
+from touchstone.judges.limiter import AdaptiveLimiter, Ticket
 from touchstone.judges.pricing import cost_usd
 from touchstone.judges.providers.base import Backend, ChatRequest, Response
 from touchstone.judges.providers.registry import make_backend
@@ -72,6 +73,11 @@ errors stops the run: a server fault that retrying every row will not fix (an ov
 
 _DETERMINISTIC_STATUSES = (500, 501)
 
+HEDGE_SHARE = 0.1
+"""Hedged requests (a stalled request sent once more) are at most this share of the calls..."""
+HEDGE_FREE = 4
+"""...plus this many."""
+
 
 class JudgeSession:
     """Concurrency limits, cache, retries, counters and abort state shared by a run's judge calls."""
@@ -98,6 +104,7 @@ class JudgeSession:
         self._rng = random.Random()
         self._final_info: dict[str, Any] | None = None
         self.users = 0
+        self._hedges = 0
 
     # ------------------------------------------------------------------ resources
     @property
@@ -337,6 +344,7 @@ class JudgeSession:
         (authentication, unknown model, quota, a server fault every first call meets) stops the run."""
         errors = rate_limited = 0
         while True:
+            started = time.monotonic()
             try:
                 return await attempt()
             except RateLimited as exc:
@@ -358,9 +366,10 @@ class JudgeSession:
                     continue  # the server answered: ask again at once
                 self._check_first_failures(config, backend, exc)
                 self._count(retries=1)
-                await asyncio.sleep(
-                    min(max(self._backoff(errors), exc.retry_after or 0.0), self.settings.max_retry_wait)
-                )
+                # The backoff spaces attempts out: an attempt that itself took long (a hang that ended
+                # in a dropped connection or a timeout) has waited already.
+                wait = max(self._backoff(errors), exc.retry_after or 0.0) - (time.monotonic() - started)
+                await asyncio.sleep(min(max(0.0, wait), self.settings.max_retry_wait))
             except UnsupportedParameter as exc:
                 if unsupported is not None and unsupported(exc):
                     continue
@@ -402,20 +411,7 @@ class JudgeSession:
                 await backend.tpm.take(tokens)
             if self.aborted is not None:
                 raise self._abort_copy()
-            ticket = await backend.limiter.acquire()
-            if self.aborted is not None:
-                backend.limiter.release(ticket, "cancelled")
-                raise self._abort_copy()
-            outcome = "error"
-            try:
-                response = await send()
-                outcome = "success"
-            except RateLimited:
-                outcome = "rate_limited"
-                raise
-            finally:
-                backend.limiter.release(ticket, outcome)
-                self._count(calls=1)
+            response = await self._request(backend, send)
             contact.open = True
         finally:
             if probing:
@@ -423,6 +419,73 @@ class JudgeSession:
         if response.pause:
             backend.limiter.pause(min(response.pause, self.settings.max_retry_wait))
         return response
+
+    async def _slot(self, limiter: AdaptiveLimiter) -> Ticket:
+        ticket = await limiter.acquire()
+        if self.aborted is not None:
+            limiter.release(ticket, "cancelled")
+            raise self._abort_copy()
+        return ticket
+
+    async def _timed(
+        self, limiter: AdaptiveLimiter, ticket: Ticket, request: Awaitable[Response]
+    ) -> Response:
+        """One request on a held slot, counted as a call. One far slower than the server's recent
+        replies hands its slot on (it goes on waiting up to its timeout): hung requests do not hold
+        the run up, and neither they nor timeouts lower the limit (only 429s do)."""
+        stall = limiter.stall_after()
+        loop = asyncio.get_running_loop()
+        watch = None if stall is None else loop.call_later(stall, limiter.detach, ticket)
+        outcome = "error"
+        try:
+            response = await request
+            outcome = "success"
+            return response
+        except RateLimited:
+            outcome = "rate_limited"
+            raise
+        finally:
+            if watch is not None:
+                watch.cancel()
+            limiter.release(ticket, outcome)
+            self._count(calls=1)
+
+    async def _request(self, backend: Backend, send: Callable[[], Awaitable[Response]]) -> Response:
+        """A request that, once stalled, is *hedged*: the same request is sent once more beside it and
+        the first reply wins (the other is cancelled). Hedges are few (:data:`HEDGE_SHARE` of the
+        calls): only requests far slower than the server's recent replies get one."""
+        limiter = backend.limiter
+        ticket = await self._slot(limiter)
+        stall = limiter.stall_after()
+        if stall is None or self._hedges >= HEDGE_SHARE * self.stats["calls"] + HEDGE_FREE:
+            return await self._timed(limiter, ticket, send())
+        first = asyncio.ensure_future(self._timed(limiter, ticket, send()))
+        tasks = [first]
+        try:
+            done, _ = await asyncio.wait(tasks, timeout=stall)
+            if done or self.aborted is not None:
+                return await first
+            self._hedges += 1
+            self._count(hedged=1)
+
+            async def again() -> Response:
+                return await self._timed(limiter, await self._slot(limiter), send())
+
+            tasks.append(asyncio.ensure_future(again()))
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            winner = done.pop()
+            error = winner.exception()
+            if error is None:
+                return winner.result()
+            other = tasks[1] if winner is first else first
+            try:
+                return await other
+            except Exception:
+                raise error from None
+        finally:
+            for task in tasks:
+                if not task.done():
+                    task.cancel()
 
     def _downgrade(self, backend: Backend, config: ModelConfiguration, rejected: str) -> None:
         """The server refused structured-output mode ``rejected``: the next one (recorded once)."""

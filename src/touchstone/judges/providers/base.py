@@ -50,16 +50,25 @@ class ChatRequest(TypedDict):
     reasoning: bool
 
 
+PROBE_PATIENCE = 1.0
+"""Seconds a probe may stay unanswered before one more caller probes beside it (then twice as long
+before the next): a hung first request does not hold every other one up, and a slow server meets
+only a few extra probes."""
+
+
 class Gate:
     """Lets one caller through (the *probe*) until :attr:`open`; the others wait for the probe to end
     and then either pass (open) or one of them probes next. Once open, passing costs an attribute
-    read: callers check :attr:`open` before awaiting :meth:`acquire`."""
+    read: callers check :attr:`open` before awaiting :meth:`acquire`. A probe unanswered for
+    :data:`PROBE_PATIENCE` seconds lets one more caller probe (patience doubling each time)."""
 
-    __slots__ = ("_probe", "open")
+    __slots__ = ("_extras", "_probe", "_started", "open")
 
     def __init__(self, *, open: bool = False) -> None:
         self.open = open
         self._probe: asyncio.Future[None] | None = None
+        self._started = 0.0
+        self._extras = 0
 
     async def acquire(self) -> bool:
         """Wait until open, or until this caller may probe: True when it must probe and then call
@@ -68,8 +77,13 @@ class Gate:
             probe = self._probe
             if probe is None:
                 self._probe = asyncio.get_running_loop().create_future()
+                self._started = time.monotonic()
                 return True
-            await asyncio.shield(probe)
+            due = self._started + PROBE_PATIENCE * 2**self._extras - time.monotonic()
+            if due <= 0:  # the probe is stalled: one more beside it
+                self._extras += 1
+                return True
+            await asyncio.wait({probe}, timeout=due)
         return False
 
     def release(self) -> None:
