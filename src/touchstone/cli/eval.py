@@ -30,7 +30,13 @@ from touchstone.cli.common import (
     parse_pairs,
     summary_table,
 )
-from touchstone.engine.option_checks import check_finite, check_mapped_inputs, check_number, check_thresholds
+from touchstone.engine.option_checks import (
+    check_finite,
+    check_mapped_inputs,
+    check_number,
+    check_text,
+    check_thresholds,
+)
 from touchstone.engine.outcome import UnscoredMetric, gate_failures, unscored_metrics, with_unscored
 from touchstone.engine.planning import (
     EvaluationPlan,
@@ -310,6 +316,8 @@ def eval_command(
         named = parse_names(metrics, "--metrics") if metrics is not None else None
         threshold_values = parse_floats(thresholds, "--threshold")
         minimum_values = parse_floats(minimums, "--min")
+        check_text(str(data), "DATA")
+        check_text(name, "--name")
         check_finite(threshold_values, "--threshold")
         check_finite(minimum_values, "--min")
         _check_numbers(workers, concurrency, timeout, max_retries, defect_level)

@@ -105,3 +105,17 @@ def check_mapped_inputs(evaluators: Mapping[str, Any], evaluator_config: Mapping
             for name in unknown
         ]
         raise InputValidationError(problems)
+
+
+def check_text(value: str | None, option: str) -> None:
+    """A text option (a run name, a file name) must be valid Unicode: bytes that are not UTF-8 in a
+    command line arrive as lone surrogates, which no store, file or terminal can hold."""
+    if value is None:
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputValidationError(
+            [Problem(option, None, None, f"not valid UTF-8 at character {exc.start + 1}: {value!a}; "
+                                         "use UTF-8 text (rename the file if it is a file name)")]
+        ) from None
