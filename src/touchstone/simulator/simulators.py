@@ -145,16 +145,19 @@ class AdversarialSimulator(_Base):
         randomize_order: bool = True,
         jailbreak: bool = False,
     ) -> list[ConversationPlan]:
-        """The conversations a call will simulate: objectives of the scenario's categories, shuffled by
-        ``seed``, the first ``n``; with ``jailbreak``, each first turn wrapped in a template drawn by
+        """The conversations a call will simulate: the objectives of the scenario's categories (each
+        category's shuffled by ``seed``, then taken in turn), the first ``n``; with ``jailbreak``, each first turn wrapped in a template drawn by
         the same seed."""
         info = data.scenarios()[scenario.value]
         found = data.objectives()
-        chosen = interleave([found.get(c, ()) for c in info.categories])
-        rng = random.Random(seed)
-        if randomize_order:
-            rng.shuffle(chosen)
-        chosen = chosen[:n]
+        groups = [list(found.get(c, ())) for c in info.categories]
+        if randomize_order:  # objectives within each category, then the categories' order
+            rng = random.Random(seed)
+            for group in groups:
+                rng.shuffle(group)
+            rng.shuffle(groups)
+        # interleaved, so that a few results cover every category, as the SDK zips its templates
+        chosen = interleave([tuple(g) for g in groups])[:n]
         templates = data.jailbreaks()
         # drawn whether or not they are used, so the regular and the jailbroken runs of one seed pick
         # the same objectives in the same order
