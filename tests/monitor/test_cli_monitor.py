@@ -122,3 +122,37 @@ def test_http_source_serves_evaluates_and_stops(tmp_path: Path) -> None:
         output = proc.communicate(timeout=30)[0].decode()
     assert proc.returncode == 130, output
     assert "listening on http://127.0.0.1" in output
+
+
+def test_closed_only_leaves_the_open_window_pending(tmp_path: Path) -> None:
+    from datetime import datetime, timezone
+
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    src = tmp_path / "src"
+    src.mkdir()
+    rows = [
+        {"id": "old", "timestamp": "2025-05-01T10:00:00Z", "response": "a", "ground_truth": "a"},
+        {"id": "new", "timestamp": now, "response": "a", "ground_truth": "a"},
+    ]
+    (src / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = [
+        "monitor",
+        str(src),
+        "-m",
+        "f1_score",
+        "--window",
+        "1d",
+        "--once",
+        "--closed-only",
+        "--store",
+        str(tmp_path / "runs.db"),
+        "--state",
+        str(tmp_path / "state"),
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert [w.start for w in stored_windows(RunStore(tmp_path / "runs.db"), "src")] == [1746057600]
+    pending = (tmp_path / "state" / "pending.jsonl").read_text().splitlines()
+    assert [json.loads(p)["d"]["id"] for p in pending] == ["new"]
+    result = runner.invoke(app, [a for a in args if a != "--closed-only"])  # everything present
+    assert result.exit_code == 0 and len(stored_windows(RunStore(tmp_path / "runs.db"), "src")) == 2

@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from touchstone.cli.common import (
     EXIT_GATE,
@@ -99,9 +102,7 @@ def _sinks(webhook: str | None) -> list[Any]:
     from touchstone.monitor.sinks import LogSink, WebhookSink
 
     sinks: list[Any] = [
-        LogSink(
-            lambda line: err.print(f"[bold red]{escape(line)}[/]", highlight=False, soft_wrap=True)
-        )
+        LogSink(lambda line: err.print(f"[bold red]{escape(line)}[/]", highlight=False, soft_wrap=True))
     ]
     if webhook:
         try:
@@ -109,6 +110,48 @@ def _sinks(webhook: str | None) -> list[Any]:
         except ValueError as exc:
             raise _bad("--webhook", str(exc)) from None
     return sinks
+
+
+@contextmanager
+def _scoring_progress(quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar of the window being scored (rich, on stderr; none with --quiet)."""
+    if quiet:
+        yield None
+        return
+    progress = Progress(
+        TextColumn("scoring window"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    task = progress.add_task("scoring", total=None)
+
+    def update(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total)
+
+    with progress:
+        yield update
+
+
+def _evaluate(monitor: Any, quiet: bool, everything: bool) -> list[Any]:
+    with _scoring_progress(quiet) as update:
+        reports: list[Any] = monitor.evaluate_due(everything=everything, progress=update)
+    if not quiet:
+        for report in reports:
+            _report_window(report)
+    return reports
+
+
+def _run_once(monitor: Any, tail: Any, quiet: bool, closed_only: bool) -> int:
+    """Read, evaluate, exit status: 1 when an alert fired or a window could not be evaluated."""
+    if tail is not None:
+        monitor.tail(tail)
+    reports = _evaluate(monitor, quiet, everything=not closed_only)
+    err.print(escape(_counts_line(monitor)), highlight=False, soft_wrap=True)
+    fired = sum(len(r.alerts) for r in reports)
+    return EXIT_GATE if fired or monitor.failed_windows else 0
 
 
 def _run_loop(monitor: Any, tail: Any, server: Any, poll: float, quiet: bool) -> None:
@@ -119,9 +162,8 @@ def _run_loop(monitor: Any, tail: Any, server: Any, poll: float, quiet: bool) ->
         while True:
             if tail is not None:
                 monitor.tail(tail)
-            for report in monitor.evaluate_due():
-                if not quiet:
-                    _report_window(report)
+            if monitor.due():
+                _evaluate(monitor, quiet, everything=False)
             time.sleep(poll)
     finally:
         if server is not None:
@@ -176,6 +218,12 @@ def monitor_command(
         "--once",
         help="Read what the directory holds, evaluate every window present (closed or not), exit: 1 when "
         "an alert fired or a window could not be evaluated (for cron).",
+    ),
+    closed_only: bool = typer.Option(
+        False,
+        "--closed-only",
+        help="With --once, evaluate only windows that have closed (end + --grace passed); the open one "
+        "stays pending for the next run (hourly cron without partial windows).",
     ),
     name: str | None = typer.Option(
         None,
@@ -294,16 +342,6 @@ def monitor_command(
     )
     tail = DirectoryTail(directory, state_dir.load_offsets()) if directory is not None else None
     if once:
-        if tail is not None:
-            monitor.tail(tail)
-        reports = monitor.evaluate_due(everything=True)
-        if not quiet:
-            for report in reports:
-                _report_window(report)
-        err.print(escape(_counts_line(monitor)), highlight=False, soft_wrap=True)
-        fired = sum(len(r.alerts) for r in reports)
-        if fired or monitor.failed_windows:
-            raise typer.Exit(EXIT_GATE)
-        raise typer.Exit(0)
+        raise typer.Exit(_run_once(monitor, tail, quiet, closed_only))
     server = MonitorHTTPServer(monitor, *listen).start() if listen is not None else None
     _run_loop(monitor, tail, server, poll, quiet)
