@@ -50,6 +50,7 @@ from touchstone.scores import CompactOutcome, Outcome, Score
 from touchstone.stats.aggregate import summarize
 from touchstone.store import Store, StoredRow, open_store
 from touchstone.store.base import ScoreValue
+from touchstone.targets import HttpTarget, row_target
 
 ProgressCallback = Callable[[int, int], None]
 BATCH_ROWS = 2000
@@ -72,7 +73,7 @@ def evaluate(
     data: DataSource,
     evaluators: Mapping[str, EvaluatorLike],
     evaluator_config: Mapping[str, Any] | None = None,
-    target: Callable[..., Any] | None = None,
+    target: Callable[..., Any] | str | HttpTarget | None = None,
     output_path: str | os.PathLike[str] | None = None,
     evaluation_name: str | None = None,
     fail_on_evaluator_errors: bool = False,
@@ -88,13 +89,17 @@ def evaluate(
     :class:`~touchstone.store.base.Store` or a path; default ``$TOUCHSTONE_STORE`` or
     ``~/.touchstone/runs.db``, in memory with one warning when that location cannot be used),
     ``resume`` (a run id whose stored scores are reused), ``progress`` (called with done and total
-    scores), ``workers`` (processes for CPU-bound metrics; default: all cores on large inputs), and
+    scores), ``workers`` (processes for CPU-bound metrics; default: all cores on large inputs),
+    ``target`` also as an http(s) URL or a :mod:`touchstone.targets` HTTP target (an OpenAI-compatible
+    chat endpoint or a JSON POST: the row's query is sent, ``response`` read back), and
     ``options`` passed to run hooks (judge settings such as ``concurrency`` or ``cache``).
     """
     if not evaluators:
         raise InputValidationError("no evaluators given; pass evaluators={'name': evaluator}")
+    if isinstance(target, (str, HttpTarget)):  # an application behind HTTP (touchstone.targets)
+        target = row_target(target)
     if target is not None and not callable(target):
-        raise InputValidationError(f"target must be a callable, got {type(target).__name__}")
+        raise InputValidationError(f"target must be a callable or a URL, got {type(target).__name__}")
     if options.get("azure_ai_project") is not None:
         warn_nothing_uploaded()
     evs = {name: as_sdk_evaluator(ev, name) for name, ev in evaluators.items()}
