@@ -9,6 +9,7 @@ import typer
 from touchstone.cli.common import err
 from touchstone.cli.compare import compare_command
 from touchstone.cli.eval import eval_command
+from touchstone.cli.jailbreak import jailbreak_command
 from touchstone.cli.metrics import metrics_command
 from touchstone.cli.monitor import monitor_command
 from touchstone.cli.presets import presets_command
@@ -26,6 +27,7 @@ app = typer.Typer(
 )
 app.command("compare")(compare_command)
 app.command("eval")(eval_command)
+app.command("jailbreak")(jailbreak_command)
 app.command("metrics")(metrics_command)
 app.command("monitor")(monitor_command)
 app.command("presets")(presets_command)

@@ -151,3 +151,10 @@ def _by_index(a: LoadedRun, b: LoadedRun) -> RowMatch:
         unmatched_a=[i for i in a.indices if i not in in_b],
         unmatched_b=[i for i in b.indices if i not in in_a],
     )
+
+
+def run_brief(run: LoadedRun) -> dict[str, Any]:
+    """What a comparison says of a run: id, name, start, status, data source."""
+    info = run.info
+    return {"id": info.id, "name": info.name, "started": info.started, "status": info.status,
+            "data": info.config.get("data")}

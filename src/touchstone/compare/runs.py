@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from touchstone.compare.matching import Cell, LoadedRun, MatchBy, RowMatch, load_run, match_rows
+from touchstone.compare.matching import Cell, LoadedRun, MatchBy, RowMatch, load_run, match_rows, run_brief
 from touchstone.errors import InputValidationError, Problem
 from touchstone.stats.paired import holm, mcnemar, paired_bootstrap_ci, sign_flip_test, wilcoxon_signed_rank
 from touchstone.store.base import Store
@@ -143,12 +143,6 @@ class RunComparison:
 
 def _num(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
-
-
-def _run_brief(run: LoadedRun) -> dict[str, Any]:
-    info = run.info
-    return {"id": info.id, "name": info.name, "started": info.started, "status": info.status,
-            "data": info.config.get("data")}
 
 
 def _direction(a: LoadedRun, b: LoadedRun, evaluator: str, score: str) -> bool:
@@ -337,7 +331,7 @@ def compare_runs(
         )
     _verdicts(compared, alpha)
     return RunComparison(
-        run_a=_run_brief(a), run_b=_run_brief(b), match_by=match.match_by,
+        run_a=run_brief(a), run_b=run_brief(b), match_by=match.match_by,
         n_rows_a=len(a.indices), n_rows_b=len(b.indices), n_matched=len(match.pairs),
         unmatched_a=match.unmatched_a, unmatched_b=match.unmatched_b,
         alpha=alpha, n_boot=n_boot, seed=seed, metrics=compared,
