@@ -104,6 +104,17 @@ def _run(
         )
 
 
+def _target(spec: str | None, body: str | None, response_path: str | None) -> Any:
+    """The application named by --target (None without it), checked before anything runs."""
+    if spec is None:
+        if body is not None or response_path is not None:
+            raise ConfigurationError("--target-body and --target-response-path need --target URL")
+        return None
+    from touchstone.targets import make_target, row_target
+
+    return row_target(make_target(spec, body=body, response_path=response_path))
+
+
 def _report(
     result: Any,
     evaluators: list[str],
@@ -300,6 +311,24 @@ def eval_command(
     defect_level: float | None = typer.Option(
         None, "--defect-level", help="Safety metrics: a defect is a severity at or above this (default 4)."
     ),
+    target: str | None = typer.Option(
+        None,
+        "--target",
+        help="The application to evaluate end to end: an http(s) URL (an OpenAI-compatible chat endpoint, "
+        "or a JSON POST with --target-body/--target-response-path) or module:function; it answers each "
+        "row's query and its response is scored.",
+    ),
+    target_body: str | None = typer.Option(
+        None,
+        "--target-body",
+        help='JSON body template of a POST target; {query} and {field} take the row\'s values, e.g. '
+        '\'{"q": "{query}"}\'.',
+    ),
+    target_response_path: str | None = typer.Option(
+        None,
+        "--target-response-path",
+        help="Dotted path of the reply in a POST target's answer, e.g. answer.",
+    ),
     http_transport: str | None = typer.Option(
         None,
         "--http-transport",
@@ -356,8 +385,10 @@ def eval_command(
         if dry_run:
             spending.print_dry_run(selection, plan)
             raise typer.Exit(0)
+        app_target = _target(target, target_body, target_response_path)
         run_store = open_run_store(store)
-        result = _run(selection.data, plan, name, run_store, workers, quiet, **selection.evaluate_options())
+        result = _run(selection.data, plan, name, run_store, workers, quiet, **selection.evaluate_options(),
+                      **({"target": app_target} if app_target is not None else {}))
         spending.report_estimate(run_store, result.run["id"], selection)
     except StoreConnectionError as exc:  # the store's server: not the input's fault (exit 1)
         raise fail_store(exc) from None
