@@ -16,8 +16,8 @@ requests at random (a flaky gateway, a shared per-minute window) would otherwise
 and again and throttle the run to one request at a time. A capacity limit refuses the requests *above*
 the level it serves, and those lower the limit: at once when no reply has come back yet, else on the
 second such refusal before a reply comes back at that level (one refusal just above the levels served
-while the limit probes upwards is as likely chance as capacity). Timeouts, dropped connections and 5xx never lower it:
-a slow or failing reply is not the server asking for less concurrency.
+while the limit probes upwards is as likely chance as capacity). Timeouts, dropped connections and
+5xx never lower it: a slow or failing reply is not the server asking for less concurrency.
 
 A request that takes far longer than the server's recent replies (:meth:`AdaptiveLimiter.stall_after`)
 is *detached* (:meth:`AdaptiveLimiter.detach`): it keeps waiting for its reply up to its timeout, but

@@ -43,7 +43,7 @@ from touchstone.judges.errors import (
 )
 from touchstone.judges.limiter import AdaptiveLimiter, Ticket
 from touchstone.judges.pricing import cost_usd
-from touchstone.judges.providers.base import Backend, ChatRequest, Response
+from touchstone.judges.providers.base import Backend, ChatRequest, Response, Unreachable
 from touchstone.judges.providers.registry import make_backend
 from touchstone.judges.replies import ChatReply, TokenLogprob, Usage, Validator
 
@@ -68,8 +68,8 @@ class _InvalidReply(TransientError):
 
 SAME_FIRST_FAILURES = 4
 """A backend whose first calls (none has succeeded yet) all fail with this many identical HTTP 500
-errors stops the run: a server fault that retrying every row will not fix (an overload varies, is a
-502/503/504, or comes after successes)."""
+errors (or find no server: connection refused, unknown host) stops the run: a server fault that
+retrying every row will not fix (an overload varies, is a 502/503/504, or comes after successes)."""
 
 _DETERMINISTIC_STATUSES = (500, 501)
 
@@ -384,9 +384,11 @@ class JudgeSession:
     def _check_first_failures(
         self, config: ModelConfiguration, backend: Backend, error: TransientError
     ) -> None:
-        """Stop the run when the backend's first calls all met the same HTTP 500 (see
-        :data:`SAME_FIRST_FAILURES`); anything after a success keeps its retries."""
-        if backend.contact.open or error.status not in _DETERMINISTIC_STATUSES:
+        """Stop the run when the backend's first calls all met the same HTTP 500 or found no server
+        (see :data:`SAME_FIRST_FAILURES`); anything after a success keeps its retries."""
+        if backend.contact.open:
+            return
+        if error.status not in _DETERMINISTIC_STATUSES and not isinstance(error, Unreachable):
             return
         if error.message == backend.first_failure:
             backend.first_failures += 1

@@ -21,7 +21,13 @@ from touchstone.judges.errors import (
     TransientError,
     redact,
 )
-from touchstone.judges.providers.base import BackendBase, ChatRequest, Response, classify_status
+from touchstone.judges.providers.base import (
+    BackendBase,
+    ChatRequest,
+    Response,
+    classify_status,
+    connection_failure,
+)
 
 NOT_IN_MESSAGES_API = ("response_format", "logprobs", "top_logprobs", "seed")
 """Request parameters the Messages API has no equivalent for: never sent (structured output falls back
@@ -87,8 +93,6 @@ class AnthropicBackend(BackendBase):
             kwargs["extra_body"] = {"temperature": kwargs.pop("temperature")}
         try:
             msg = await asyncio.wait_for(self.client.messages.create(**kwargs), timeout + 1.0)
-        except (asyncio.TimeoutError, anthropic.APITimeoutError):
-            raise TransientError(f"timed out after {timeout:g} s") from None
         except anthropic.APIStatusError as exc:
             failure = classify_status(exc.status_code, exc.body, exc.response.headers, body)
             if (
@@ -101,8 +105,8 @@ class AnthropicBackend(BackendBase):
                 failure = RowRejected(f"HTTP 400 prompt too long: {_error_message(exc.body)}", 400)
             failure.message = redact(failure.message, [self._secret])
             raise failure from None
-        except anthropic.APIConnectionError:
-            raise TransientError("connection error") from None
+        except (asyncio.TimeoutError, anthropic.APITimeoutError, anthropic.APIConnectionError) as exc:
+            raise connection_failure(exc, self.host, timeout) from None
         except (anthropic.APIError, ValueError):  # a body that is not a message (e.g. truncated JSON)
             raise TransientError("malformed reply") from None
         try:

@@ -10,7 +10,9 @@ shape or raises a :class:`~touchstone.judges.errors.ProviderError` subclass.
 from __future__ import annotations
 
 import asyncio
+import errno
 import re
+import socket
 import time
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
@@ -201,6 +203,34 @@ class BackendBase:
         raise FatalProviderError(
             f"{type(self).__name__} has no completions (prompt log-probabilities) endpoint"
         )
+
+
+class Unreachable(TransientError):
+    """The server could not be reached at all (connection refused, unknown host, no route): retried
+    like any transient fault, and when a backend's first calls all meet it the run stops."""
+
+
+def connection_failure(exc: BaseException, host: str, timeout: float) -> TransientError:
+    """What a failed connection or a client-side timeout really was, from the exception's causes:
+    a refused connection or an unknown host is :class:`Unreachable` and says so (an HTTP stack may
+    report it as a connect *timeout*); a read that outlasted ``timeout`` says it timed out."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError) or (
+            isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED
+        ):
+            return Unreachable(f"connection refused by {host} (is the server running on that port?)")
+        if isinstance(cause, socket.gaierror):
+            return Unreachable(f"cannot resolve the host of {host} ({cause.strerror or cause})")
+        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError) and cause.errno is not None:
+            return Unreachable(f"cannot connect to {host}: {cause.strerror or cause}")
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "timeout" in type(exc).__name__.lower():
+        return TransientError(f"timed out after {timeout:g} s")
+    name = type(exc.__cause__ or exc.__context__ or exc).__name__
+    return TransientError(f"connection error ({name})")
 
 
 # --------------------------------------------------------------------------- the former kind strings

@@ -32,6 +32,7 @@ from touchstone.judges.providers.base import (
     ChatRequest,
     Response,
     classify_status,
+    connection_failure,
     exhausted_pause,
 )
 
@@ -204,16 +205,13 @@ class OpenAIBackend(BackendBase):
             raw = await _bounded(self._pick().post(path, cast_to=self._raw_type, body=body), timeout + 1.0)
             content = raw.content
             headers = raw.headers
-        except (asyncio.TimeoutError, openai.APITimeoutError):
-            raise TransientError(f"timed out after {timeout:g} s") from None
         except openai.APIStatusError as exc:
             failure = classify_status(exc.status_code, exc.body, exc.response.headers, body)
             failure.message = redact(failure.message, [self._secret, *self._tokens])
             raise failure from None
-        except openai.APIConnectionError as exc:
-            cause = exc.__cause__ or exc.__context__
-            detail = f" ({type(cause).__name__})" if cause is not None else ""
-            raise TransientError(f"connection error{detail}") from None
+        except (asyncio.TimeoutError, openai.APITimeoutError, openai.APIConnectionError) as exc:
+            # aiohttp's stack reports a refused connection as a connect *timeout*: the causes tell
+            raise connection_failure(exc, self.host, timeout) from None
         try:
             data = json.loads(content)
         except ValueError:
