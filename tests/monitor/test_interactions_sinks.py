@@ -106,3 +106,21 @@ def test_webhook_never_fatal_and_never_shows_credentials(caplog: Any) -> None:
     with pytest.raises(ValueError, match="http") as info:
         WebhookSink("ftp://carol:pw-secret@example.org/x")
     assert "pw-secret" not in str(info.value)
+
+
+def test_row_checker_on_a_batch_names_each_bad_row() -> None:
+    checker = RowChecker(plan_evaluation(["f1_score"], {}, {}).evaluators, {})
+    batch = [
+        parse_interaction({**OK, "id": str(i), **({"ground_truth": "r"} if i % 3 else {})}) for i in range(9)
+    ]
+    problems = checker.problems(batch)
+    assert [p is None for p in problems] == [bool(i % 3) for i in range(9)]
+    assert all("ground_truth" in p for p in problems if p is not None)
+    # a mapping to a column no row has: every row is told, one at a time
+    mapped = RowChecker(
+        plan_evaluation(["f1_score"], {}, {}).evaluators,
+        {"default": {"column_mapping": {"ground_truth": "${data.expected}"}}},
+    )
+    rows = [parse_interaction({**OK, "id": "a", "expected": "r"}), parse_interaction({**OK, "id": "b"})]
+    found = mapped.problems(rows)
+    assert found[0] is None and found[1] is not None and "expected" in found[1]

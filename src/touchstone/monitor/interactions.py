@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,18 +117,23 @@ class RowChecker:
 
     def problem(self, interaction: Interaction) -> str | None:
         """None when every evaluator can score the row, else the first problem found."""
+        return self.problems([interaction])[0]
+
+    def problems(self, interactions: Sequence[Interaction]) -> list[str | None]:
+        """For each interaction, None or its first problem (one validation pass over all of them)."""
         from touchstone.data.loaders import Record
         from touchstone.data.validation import validate_records
         from touchstone.errors import InputValidationError
 
+        records = [Record(i.data, "interaction", n) for n, i in enumerate(interactions, start=1)]
         try:
-            validate_records(
-                [Record(interaction.data, "interaction", 1)], self.evaluators, self.mappings, has_target=False
-            )
+            validate_records(records, self.evaluators, self.mappings, has_target=False)
         except InputValidationError as exc:
-            problems = getattr(exc, "problems", None) or []
-            if problems:
-                first = problems[0]
-                return f"field {first.field!r}: {first.message}" if first.field else first.message
-            return str(exc)
-        return None
+            found: list[str | None] = [None] * len(records)
+            for p in exc.problems:
+                if p.line is None:  # about the batch as a whole (a mapped column absent): one at a time
+                    return [self.problems([i])[0] for i in interactions] if len(records) > 1 else [p.message]
+                if found[p.line - 1] is None:
+                    found[p.line - 1] = f"field {p.field!r}: {p.message}" if p.field else p.message
+            return found
+        return [None] * len(records)

@@ -105,7 +105,8 @@ class Monitor:
             log.warning("more rejected interactions: counted, no longer logged one by one")
 
     def accept(self, obj: Any, where: str, sample_key: str | None = None) -> Interaction | None:
-        """Validate and sample one decoded object; the interaction when it is to be kept."""
+        """Parse and sample one decoded object; the interaction when it is to be kept (its inputs
+        are checked against the metrics by :meth:`checked`, many at once)."""
         self.counts["received"] += 1
         try:
             interaction = parse_interaction(obj, sample_key)
@@ -115,12 +116,20 @@ class Monitor:
         if not keep(interaction.key, self.config.sample_rate):
             self.counts["sampled_out"] += 1
             return None
-        if self.checker is not None:
-            why = self.checker.problem(interaction)
+        return interaction
+
+    def checked(self, candidates: list[tuple[Interaction, str]]) -> list[Interaction]:
+        """The candidates in which every chosen metric finds its inputs; the others are rejected."""
+        if self.checker is None or not candidates:
+            return [i for i, _ in candidates]
+        problems = self.checker.problems([i for i, _ in candidates])
+        kept: list[Interaction] = []
+        for (interaction, where), why in zip(candidates, problems, strict=True):
             if why:
                 self.reject(where, why)
-                return None
-        return interaction
+            else:
+                kept.append(interaction)
+        return kept
 
     def _place(self, interaction: Interaction) -> bool:
         start = window_start(interaction.timestamp, self.config.window)
@@ -144,12 +153,16 @@ class Monitor:
 
     def ingest_objects(self, objects: Iterable[tuple[Any, str]]) -> int:
         """Ingest ``(decoded object, where it came from)`` pairs; how many were kept."""
-        kept = [i for i in (self.accept(obj, where) for obj, where in objects) if i is not None]
-        return self.add(kept)
+        candidates: list[tuple[Interaction, str]] = []
+        for obj, where in objects:
+            interaction = self.accept(obj, where)
+            if interaction is not None:
+                candidates.append((interaction, where))
+        return self.add(self.checked(candidates))
 
     def ingest_lines(self, lines: Iterable[Line]) -> int:
         """Ingest JSONL lines (each a JSON object); a line that is not JSON is rejected."""
-        kept: list[Interaction] = []
+        candidates: list[tuple[Interaction, str]] = []
         for line in lines:
             where = f"{line.source} line {line.number}"
             try:
@@ -160,21 +173,22 @@ class Monitor:
                 continue
             interaction = self.accept(obj, where)
             if interaction is not None:
-                kept.append(interaction)
-        return self.add(kept)
+                candidates.append((interaction, where))
+        return self.add(self.checked(candidates))
 
     def ingest_spans(self, spans: Iterable[dict[str, Any]]) -> int:
         """Ingest OTLP spans; spans that are not GenAI model calls are skipped (counted)."""
-        kept: list[Interaction] = []
+        candidates: list[tuple[Interaction, str]] = []
         for span in spans:
             row = span_row(span)
             if row is None:
                 self.counts["spans_skipped"] += 1
                 continue
-            interaction = self.accept(row, f"span {span['span_id']}", sample_key=span["trace_id"] or None)
+            where = f"span {span['span_id']}"
+            interaction = self.accept(row, where, sample_key=span["trace_id"] or None)
             if interaction is not None:
-                kept.append(interaction)
-        return self.add(kept)
+                candidates.append((interaction, where))
+        return self.add(self.checked(candidates))
 
     def tail(self, source: DirectoryTail) -> int:
         """Read what was appended to the tailed directory; the offsets are saved once it is kept."""
