@@ -99,3 +99,28 @@ def test_a_duplicate_id_in_a_window_is_kept_once(tmp_path: Path) -> None:
     monitor, tail = start(tmp_path)
     assert monitor.tail(tail) == 3  # the same id in two windows is two interactions
     assert monitor.counts["duplicate"] == 1
+
+
+def test_windows_close_after_their_end_plus_grace(tmp_path: Path) -> None:
+    now = [0.0]
+    state = MonitorState(tmp_path / "state")
+    config = MonitorConfig("t", 3600, grace=300)
+    monitor = Monitor(
+        config,
+        plan_evaluation(["f1_score"], {}, {}),
+        RunStore(tmp_path / "runs.db"),
+        state,
+        clock=lambda: now[0],
+    )
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.jsonl").write_text(line(1, hour=10) + line(2, hour=11))
+    monitor.tail(DirectoryTail(src))
+    ten = 1746093600  # 2025-05-01T10:00:00Z
+    now[0] = ten + 3600 + 299  # the 10:00 window ended, its grace has not passed
+    assert monitor.due() == [] and monitor.evaluate_due() == []
+    now[0] = ten + 3600 + 300
+    assert monitor.due() == [ten]
+    (report,) = monitor.evaluate_due()
+    assert report.start == ten and list(monitor.windows) == [ten + 3600]
+    assert monitor.due(everything=True) == [ten + 3600]
