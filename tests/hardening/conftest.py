@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.fakes.openai_server import FakeOpenAIServer
 from typer.testing import CliRunner
 
+from tests.fakes.openai_server import FakeOpenAIServer
 from touchstone.cli import app
 
 INPUTS = Path(__file__).parent / "inputs"

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.hardening.conftest import INPUTS, RAW_CONTROL, run_cli, stored_runs
 
