@@ -141,6 +141,23 @@ class EvaluatorFailedError(TouchstoneError, RuntimeError):
     default_category = ErrorCategory.FAILED_EXECUTION
 
 
+class StoreError(TouchstoneError, RuntimeError):
+    """The run store could not be read or written during a run (read-only, damaged, locked by another
+    process for too long, a full disk). The message says which and names the store; the command line
+    exits with status 1 on it. Category ``FAILED_EXECUTION``, blame ``SYSTEM_ERROR``."""
+
+    default_category = ErrorCategory.FAILED_EXECUTION
+    default_blame = ErrorBlame.SYSTEM_ERROR
+
+
+class OutputWriteError(TouchstoneError, OSError):
+    """An output file could not be written (a full disk, no permission). Files are written whole or
+    not at all: nothing half-written is left in place. Category ``FAILED_EXECUTION``."""
+
+    default_category = ErrorCategory.FAILED_EXECUTION
+    default_blame = ErrorBlame.SYSTEM_ERROR
+
+
 def describe_os_error(exc: BaseException) -> str:
     """Why a file location could not be used, in a few words (``strerror (filename)`` for an OS error)."""
     if isinstance(exc, OSError) and exc.strerror:
