@@ -7,6 +7,7 @@ import os
 import pickle
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -225,3 +226,54 @@ def test_without_psycopg_the_error_says_what_to_install(monkeypatch: pytest.Monk
     with pytest.raises(ConfigurationError, match=r"pip install 'touchstone\[postgres\]'") as err:
         open_store(f"postgresql://u:{PASSWORD}@127.0.0.1:1/db")
     assert PASSWORD not in str(err.value)
+
+
+def test_a_row_written_meanwhile_by_another_process_is_merged_not_an_error(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk write deletes the results it replaces, then COPYs; when another connection commits one
+    of those rows in between, the COPY meets it and the write is merged instead (last write wins)."""
+    import threading
+
+    store = open_store(pg_url)
+    assert isinstance(store, PostgresStore)
+    run_id = store.create_run({}, None, "0.2.0")
+    pid = store.fetch_all("SELECT pg_backend_pid()")[0][0]
+    other = psycopg.connect(pg_url)  # a transaction left open: its row 5 is not visible yet
+    other.execute(
+        "INSERT INTO scores (run_id, idx, evaluator, outputs, failed, usage, created) "
+        "VALUES (%s, 5, 'm', '{\"by\": \"other\"}', 0, NULL, 'x')", (run_id,)
+    )
+    errors: list[BaseException] = []
+    merged: list[str] = []
+    merge = PostgresStore._merge
+
+    def counting_merge(self: PostgresStore, c: Any, table: str, *args: Any) -> None:
+        merged.append(table)
+        merge(self, c, table, *args)
+
+    monkeypatch.setattr(PostgresStore, "_merge", counting_merge)
+
+    def write() -> None:
+        rows = [(i, {"by": "bulk"}, False, None, [Score("m", 1.0)]) for i in range(100)]
+        try:
+            store.put_scores(run_id, "m", rows)
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    with psycopg.connect(pg_url, autocommit=True) as watch:
+        while writer.is_alive() and not watch.execute(  # the COPY waits on the other's row 5
+            "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'", (pid,)
+        ).fetchone():
+            writer.join(0.02)
+    other.commit()
+    other.close()
+    writer.join(30)
+    assert not errors, errors
+    assert merged == ["scores", "score_values"]  # the COPY met the other's row: merged instead
+    scores = store.get_scores(run_id)
+    assert len(scores) == 100 and {out["by"] for out, _ in scores.values()} == {"bulk"}
+    assert len(store.score_values(run_id)) == 100
+    store.close()

@@ -5,9 +5,10 @@ Given a URL (``postgresql://user:password@host:port/database``, as libpq reads i
 as ``?sslmode=require`` and the ``PG*`` environment variables work), it keeps the same tables as the
 SQLite store, brought forward by the same migration steps (:mod:`touchstone.store.migrations`),
 and answers the same :class:`~touchstone.store.base.Store` protocol through the shared SQL of
-:class:`~touchstone.store.sql.SqlStore`. Many results at once are written with ``COPY`` into a
-temporary table and merged from there, so a run's 100,000 score lines are a few statements, not
-100,000 round trips.
+:class:`~touchstone.store.sql.SqlStore`. Many results at once are written with ``COPY`` (the
+results being replaced deleted first; merged through a temporary table when another process wrote
+one of them meanwhile), so a run's 100,000 score lines are a few statements, not 100,000 round
+trips.
 
 The URL's password is kept only to connect: ``path`` and every message show the URL without it.
 psycopg 3 is imported when a PostgreSQL store is opened (``pip install 'touchstone[postgres]'``).
@@ -36,7 +37,8 @@ __all__ = ["PostgresStore"]
 INSTALL_HINT = "pip install 'touchstone[postgres]'"
 
 COPY_FROM = 64
-"""Batches of at least this many lines go through ``COPY`` (fewer: one multi-row statement)."""
+"""Writes of at least this many lines (results and typed lines together) go through ``COPY``;
+fewer are upserted by one pipelined ``executemany``."""
 
 _SCORE_KEY = ("run_id", "idx", "evaluator")
 _VALUE_KEY = ("run_id", "evaluator", "idx", "metric")
@@ -138,44 +140,64 @@ class PostgresStore(SqlStore):
         self, c: Any, run_id: str, evaluator: str, json_rows: list[tuple[Any, ...]],
         typed_rows: list[tuple[Any, ...]],
     ) -> None:
+        if not json_rows:
+            return
         indices = [row[1] for row in json_rows]
-        if indices:
-            span = consecutive(indices)
-            if span is not None:
-                c.execute(
-                    "DELETE FROM score_values WHERE run_id = %s AND evaluator = %s AND idx BETWEEN %s AND %s",
-                    (run_id, evaluator, span[0], span[1]),
-                )
-            else:
-                c.execute(
-                    "DELETE FROM score_values WHERE run_id = %s AND evaluator = %s AND idx = ANY(%s)",
-                    (run_id, evaluator, sorted(set(indices))),
-                )
-        self._upsert(c, "scores", SCORE_COLUMNS, _SCORE_KEY, _last_per_key(json_rows, (0, 1, 2)))
-        if typed_rows:
-            lines = _last_per_key([_no_nan(r) for r in typed_rows], (0, 1, 2, 3))
-            self._upsert(c, "score_values", VALUE_COLUMNS, _VALUE_KEY, lines)
+        span = consecutive(indices)
+        where, args = (
+            ("idx BETWEEN %s AND %s", [span[0], span[1]]) if span is not None
+            else ("idx = ANY(%s)", [sorted(set(indices))])
+        )
+        c.execute(f"DELETE FROM score_values WHERE run_id = %s AND evaluator = %s AND {where}",
+                  [run_id, evaluator, *args])
+        # one statement may not write a line twice: the last write of a row wins, as with SQLite
+        json_rows = _last_per_key(json_rows, (1,))
+        typed_rows = _last_per_key([_no_nan(r) for r in typed_rows], (2, 3))
+        if len(json_rows) + len(typed_rows) < COPY_FROM:
+            self._upsert(c, "scores", SCORE_COLUMNS, _SCORE_KEY, json_rows)
+            self._upsert(c, "score_values", VALUE_COLUMNS, _VALUE_KEY, typed_rows)
+            return
+        try:
+            # Many lines: delete the results being replaced and COPY straight into the tables (about
+            # twice as fast as merging through a temporary table). Under a savepoint, because another
+            # process may have written one of these rows since the delete: then merge instead.
+            with self._conn.transaction():
+                c.execute(f"DELETE FROM scores WHERE run_id = %s AND evaluator = %s AND {where}",
+                          [run_id, evaluator, *args])
+                self._copy(c, "scores", SCORE_COLUMNS, json_rows)
+                self._copy(c, "score_values", VALUE_COLUMNS, typed_rows)
+        except self._psycopg.errors.UniqueViolation:
+            self._merge(c, "scores", SCORE_COLUMNS, _SCORE_KEY, json_rows)
+            self._merge(c, "score_values", VALUE_COLUMNS, _VALUE_KEY, typed_rows)
 
+    @staticmethod
+    def _copy(c: Any, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
+        if rows:
+            with c.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+
+    @staticmethod
     def _upsert(
+        c: Any, table: str, columns: Sequence[str], key: Sequence[str], rows: list[tuple[Any, ...]]
+    ) -> None:
+        if rows:
+            c.executemany(POSTGRESQL.sql(POSTGRESQL.upsert(table, columns, key)), rows)
+
+    def _merge(
         self, c: Any, table: str, columns: Sequence[str], key: Sequence[str], rows: list[tuple[Any, ...]]
     ) -> None:
-        """Insert ``rows``, replacing lines with the same key: one statement for a few, ``COPY`` into
-        a temporary table (emptied at commit) and one merge for many."""
-        if len(rows) < COPY_FROM:
-            if rows:
-                c.executemany(POSTGRESQL.sql(POSTGRESQL.upsert(table, columns, key)), rows)
-            return
+        """Insert many ``rows``, replacing lines with the same key: ``COPY`` into a temporary table
+        (emptied at commit), then one merge."""
         staging = f"touchstone_in_{table}"
-        cols = ", ".join(columns)
         if staging not in self._staging:
             c.execute(
                 f"CREATE TEMPORARY TABLE IF NOT EXISTS {staging} "
                 f"(LIKE {table} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
             )
             self._staging.add(staging)
-        with c.copy(f"COPY {staging} ({cols}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+        self._copy(c, staging, columns, rows)
+        cols = ", ".join(columns)
         updates = ", ".join(f"{col} = EXCLUDED.{col}" for col in columns if col not in key)
         c.execute(
             f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {staging} "
