@@ -116,5 +116,5 @@ def test_pricing_file_overrides_the_table(fake_openai: FakeOpenAIServer, tmp_pat
     est = estimate(data=rows, evaluators=evs, settings=JudgeSettings(prices=table))
     assert est.cost_usd == pytest.approx(est.prompt_tokens * 1000.0 / 1_000_000)
     prices.write_text("gpt-4o-mini: {input: cheap}\n")
-    with pytest.raises(InputValidationError, match="gpt-4o-mini.*expected"):
+    with pytest.raises(InputValidationError, match=r"gpt-4o-mini.*expected"):
         load_pricing(prices)

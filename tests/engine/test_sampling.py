@@ -194,8 +194,9 @@ def test_difficult_reads_a_sampled_run_by_row_id(tmp_path: Path) -> None:
     first = choose_rows(rows, SampleRequest(n=10, seed=2), data=data)
     if 13 not in first.indices:
         first = choose_rows(rows, SampleRequest(n=20, seed=2), data=data)
-    evaluate(data=[rows[i] for i in first.indices], evaluators={"exact_match": registry.create("exact_match")},
-             store=store, sampling=first.config())
+    evaluators = {"exact_match": registry.create("exact_match")}
+    chosen = [rows[i] for i in first.indices]
+    evaluate(data=chosen, evaluators=evaluators, store=store, sampling=first.config())
     again = choose_rows(rows, SampleRequest(n=1, strategy="difficult", seed=7), store=store, data=data)
     assert again.indices == [13]
     stored = store.list_runs(limit=1)[0]
