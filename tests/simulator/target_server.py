@@ -57,12 +57,13 @@ class _Handler(BaseHTTPRequestHandler):
 @contextmanager
 def target_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """The server's base URL (``http://127.0.0.1:<port>``) and the requests it received."""
-    handler = type("Handler", (_Handler,), {"seen": []})
+    seen: list[dict[str, Any]] = []
+    handler = type("Handler", (_Handler,), {"seen": seen})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler.seen
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
     finally:
         server.shutdown()
         server.server_close()
