@@ -8,6 +8,7 @@ retries off: retries, backoff, rate limits and caching are the session's job.
 from __future__ import annotations
 
 import asyncio
+import base64
 import importlib
 import importlib.util
 import inspect
@@ -16,7 +17,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from touchstone.errors import ConfigurationError
 from touchstone.judges.config import (
@@ -38,6 +39,19 @@ from touchstone.judges.providers.base import (
 
 AZURE_SCOPE = "https://cognitiveservices.azure.com/.default"
 CONNECTIONS_PER_CLIENT = 16
+
+
+def _url_credentials(url: str) -> tuple[str, str | None]:
+    """``url`` without ``user:password@`` and the ``Authorization`` value those credentials make
+    (None when the URL has none). aiohttp refuses a URL with credentials beside an Authorization
+    header, so they travel as a header of their own."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), f"Basic {token}"
 
 
 class OpenAIBackend(BackendBase):
@@ -96,7 +110,11 @@ class OpenAIBackend(BackendBase):
                         "(or base_url for an OpenAI-compatible server)"
                     )
                 key = "no-key"  # local OpenAI-compatible servers usually need none
-            base_url, organization = config.endpoint(), config.organization
+            base_url, basic = _url_credentials(config.endpoint())
+            if basic is not None:  # user:password@ in the URL is HTTP Basic auth, as curl and httpx read it
+                common["default_headers"] = {**headers, "Authorization": basic}
+                self._tokens.append(basic.split(" ", 1)[1])
+            organization = config.organization
 
             def factory() -> Any:
                 return openai.AsyncOpenAI(api_key=key, base_url=base_url, organization=organization, **common)
