@@ -511,8 +511,12 @@ def per_turn(value: Any) -> dict[str, Any] | None:
     ``{"columns": keys, "rows": one list of cells per turn}``; None when there is none."""
     if not isinstance(value, dict) or not value:
         return None
-    columns = [str(k) for k in value]
-    lists = [v if isinstance(v, list) else [v] for v in value.values()]
+    # each turn's properties (prompt, tokens, samples) are long and stay in "all outputs"
+    kept = {str(k): v for k, v in value.items() if not str(k).endswith("_properties")}
+    if not kept:
+        return None
+    columns = list(kept)
+    lists = [v if isinstance(v, list) else [v] for v in kept.values()]
     turns = max(len(v) for v in lists)
     return {"columns": columns, "rows": [[v[t] if t < len(v) else None for v in lists] for t in range(turns)]}
 
