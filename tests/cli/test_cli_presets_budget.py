@@ -131,6 +131,13 @@ def test_budget_run_stores_rows_and_estimate_and_show_prints_them(fake_openai: F
     latest = store.list_runs(limit=1)[0]
     assert latest.config["options"]["sampling"]["row_ids"] == sampling["row_ids"]
     assert fake_openai.count == chosen
+    # resuming a sampled run continues on its rows; another sample with --resume is refused
+    fake_openai.reset()
+    resumed = _eval(fake_openai, tmp_path, data, "--resume", info.id)
+    assert resumed.exit_code == 0, resumed.output
+    assert fake_openai.count == 0  # every row of the sample is already scored
+    refused = _eval(fake_openai, tmp_path, data, "--resume", info.id, "--sample", "2")
+    assert refused.exit_code == 2 and "a resumed run keeps its own rows" in refused.output
 
 
 def test_budget_without_a_price_and_difficult_after_a_run(fake_openai: FakeOpenAIServer,

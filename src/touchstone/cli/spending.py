@@ -72,6 +72,8 @@ def select_for_run(
     into the judge options so the real run costs its calls with the same prices. Messages on stderr."""
     if pricing is not None:
         plan.judge_options["prices"] = load_pricing(pricing)
+    if plan.resume:
+        rows_of = _resumed_rows(plan.resume, request, rows_of, store)
     needs_store = rows_of is not None or request.strategy in ("difficult", "uncertain")
     run_store = None
     if needs_store:
@@ -93,6 +95,19 @@ def select_for_run(
         note(f"sample: {len(sample.indices)} of {sample.total_rows} rows ({sample.request.strategy}, "
              f"seed {sample.request.seed}){budget}{cost}")
     return selection
+
+
+def _resumed_rows(run_id: str, request: SampleRequest, rows_of: str | None, store: Any) -> str | None:
+    """A resumed run continues on its own rows: those of its sample when it had one (``--rows-of``
+    itself), else every row. Asking for another sample with ``--resume`` is an input error."""
+    if rows_of is not None or request.n is not None or request.budget is not None:
+        raise InputValidationError([Problem("--resume", None, None, "a resumed run keeps its own rows; "
+                                            "--sample, --budget and --rows-of cannot be given with it")])
+    from touchstone.cli.common import open_run_store
+
+    info = open_run_store(store).get_run(run_id)
+    sampling = ((info.config or {}).get("options") or {}).get("sampling") if info is not None else None
+    return run_id if isinstance(sampling, Mapping) else None
 
 
 def print_dry_run(selection: RunSelection, plan: EvaluationPlan) -> None:
