@@ -149,6 +149,10 @@ def create_app(store: Store) -> FastAPI:
     def home() -> RedirectResponse:
         return RedirectResponse("/runs", status_code=307)
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> RedirectResponse:
+        return RedirectResponse("/static/favicon.svg", status_code=308)
+
     _runs_routes(app, pages)
     _run_routes(app, pages)
     _other_routes(app, pages)
