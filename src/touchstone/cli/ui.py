@@ -57,6 +57,8 @@ def ui_command(
     _announce_when_up(server, host, port, str(run_store.path), open_browser)
     try:
         server.run()
+    except KeyboardInterrupt:  # uvicorn re-raises Ctrl+C once it has shut down: stopping is the normal end
+        out.print("dashboard stopped", highlight=False, markup=False)
     finally:
         run_store.close()
 
