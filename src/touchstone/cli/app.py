@@ -13,8 +13,10 @@ from touchstone.cli.jailbreak import jailbreak_command
 from touchstone.cli.metrics import metrics_command
 from touchstone.cli.monitor import monitor_command
 from touchstone.cli.presets import presets_command
+from touchstone.cli.redteam import redteam_command
 from touchstone.cli.runs import runs_command
 from touchstone.cli.show import show_command
+from touchstone.cli.simulate import simulate_command
 from touchstone.cli.ui import ui_command
 from touchstone.cli.version import version_command
 
@@ -31,8 +33,10 @@ app.command("jailbreak")(jailbreak_command)
 app.command("metrics")(metrics_command)
 app.command("monitor")(monitor_command)
 app.command("presets")(presets_command)
+app.command("redteam")(redteam_command)
 app.command("runs")(runs_command)
 app.command("show")(show_command)
+app.command("simulate")(simulate_command)
 app.command("ui")(ui_command)
 app.command("version")(version_command)
 
