@@ -146,8 +146,8 @@ class AdversarialSimulator(_Base):
         jailbreak: bool = False,
     ) -> list[ConversationPlan]:
         """The conversations a call will simulate: the objectives of the scenario's categories (each
-        category's shuffled by ``seed``, then taken in turn), the first ``n``; with ``jailbreak``, each first turn wrapped in a template drawn by
-        the same seed."""
+        category's shuffled by ``seed``, then taken in turn), the first ``n``; with ``jailbreak``, each
+        first turn wrapped in a template drawn by the same seed."""
         info = data.scenarios()[scenario.value]
         found = data.objectives()
         groups = [list(found.get(c, ())) for c in info.categories]
