@@ -37,6 +37,9 @@ from touchstone.errors import ConfigurationError
 Callback = Callable[..., Awaitable[Mapping[str, Any]]]
 """An async target in the SDK's callback protocol."""
 
+TARGET_KEY_ENV = "TOUCHSTONE_TARGET_API_KEY"
+"""An API key for HTTP targets built from the command line."""
+
 DEFAULT_TIMEOUT = 60.0
 """Seconds an HTTP target may take to answer one message."""
 
@@ -315,8 +318,13 @@ def make_target(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Any:
     """A target from the command line's spec: a URL is a :class:`JsonPostTarget` when a body or a
-    response path is given, else a :class:`ChatTarget`; anything else is ``module:function``."""
+    response path is given, else a :class:`ChatTarget`; anything else is ``module:function``.
+    ``$TOUCHSTONE_TARGET_API_KEY``, when set, is sent to an HTTP target as ``Authorization: Bearer``
+    (a key never goes on the command line, where it would reach shell history and process lists)."""
     if spec.startswith(("http://", "https://")):
+        key = os.environ.get(TARGET_KEY_ENV)
+        if key:
+            headers = {"Authorization": f"Bearer {key}", **(headers or {})}
         if body is not None or response_path is not None or context_path is not None:
             return JsonPostTarget(
                 spec,

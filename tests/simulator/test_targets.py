@@ -172,3 +172,16 @@ def test_eval_command_with_target(app_url: tuple[str, list[dict[str, Any]]], tmp
     assert [r["outputs.f1_score.f1_score"] for r in rows] == [1.0, 1.0]
     bad = CliRunner().invoke(app, ["eval", str(data), "-m", "f1_score", "--target-body", "{}"])
     assert bad.exit_code == 2 and "need --target" in bad.output
+
+
+def test_target_api_key_from_the_environment(
+    app_url: AppUrl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, seen = app_url
+    monkeypatch.setenv("TOUCHSTONE_TARGET_API_KEY", "sk-target-secret")
+    target = make_target(url + "/v1")
+    asyncio.run(target(protocol_request("hello")))
+    assert seen[-1]["auth"] == "Bearer sk-target-secret"
+    with pytest.raises(TargetError) as info:
+        asyncio.run(make_target(url + "/v1").respond([{"role": "user", "content": "CRASH"}], {}))
+    assert "sk-target-secret" not in str(info.value) and "sk-target-secret" not in repr(target)
