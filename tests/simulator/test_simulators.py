@@ -61,9 +61,11 @@ def test_sdk_enum_names_and_values() -> None:
         assert info.task and all(sim_data.objectives()[c] for c in info.categories)
 
 
-def test_qa_conversations_in_the_sdk_shape(config: dict[str, str]) -> None:
+def test_qa_conversations_in_the_sdk_shape(config: dict[str, str], server: FakeOpenAIServer) -> None:
+    before = len(server.requests)
     out = simulate(config, scenario=AdversarialScenario.ADVERSARIAL_QA, max_simulation_results=6,
                    randomization_seed=3)
+    assert {r.body.get("seed") for r in server.requests[before:]} == {3}  # the seed reaches the attacker
     assert len(out) == 6
     categories = {item["template_parameters"]["category"] for item in out}
     assert categories == {"violence", "sexual", "self_harm", "hate_unfairness"}  # categories taken in turn

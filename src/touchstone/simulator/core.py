@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -66,12 +67,17 @@ def interleave(groups: list[tuple[Objective, ...]]) -> list[Objective]:
 
 
 @contextlib.asynccontextmanager
-async def attacker_session(settings: JudgeSettings | None) -> AsyncIterator[dict[str, Any] | None]:
+async def attacker_session(
+    settings: JudgeSettings | None, seed: int | None = None
+) -> AsyncIterator[dict[str, Any] | None]:
     """The judge session the attacker's calls go through: the current one (inside a run), else a new
-    one whose accounting is put in the yielded dict when the block ends."""
+    one whose accounting is put in the yielded dict when the block ends. ``seed`` is sent with every
+    request (servers that sample by seed then repeat themselves) unless the settings name one."""
     if current_session() is not None:
         yield None
         return
+    if seed is not None and (settings is None or settings.seed is None):
+        settings = dataclasses.replace(settings or JudgeSettings(), seed=seed)
     info: dict[str, Any] = {}
     async with judge_session(settings) as session:
         try:

@@ -127,7 +127,7 @@ class AdversarialSimulator(_Base):
             raise ConfigurationError(f"unknown option(s) {sorted(kwargs)}")
         plans = self.plan(scenario, max_simulation_results, turns, seed, randomize_order, jailbreak)
         attacker = self._attacker(api_call_delay_sec)
-        async with attacker_session(self.judge_settings) as info:
+        async with attacker_session(self.judge_settings, seed) as info:
             results = await run_plans(
                 plans, attacker, target, concurrency=concurrent_async_task,
                 target_timeout=target_timeout, language=language, progress=progress,
@@ -212,7 +212,7 @@ class DirectAttackSimulator(_Base):
             "target_timeout": target_timeout,
             "progress": progress,
         }
-        async with attacker_session(self.judge_settings) as info:
+        async with attacker_session(self.judge_settings, seed) as info:
             regular = await sim(**options)
             jailbreak = await sim(**options, _jailbreak=True)
         regular.judge = jailbreak.judge = info
@@ -244,7 +244,7 @@ class IndirectAttackSimulator(_Base):
         seed = draw_seed(randomization_seed)
         plans = self.plan(max_simulation_results, seed)
         attacker = self._attacker(api_call_delay_sec)
-        async with attacker_session(self.judge_settings) as info:
+        async with attacker_session(self.judge_settings, seed) as info:
             results = await run_plans(
                 plans, attacker, target, concurrency=concurrent_async_task,
                 target_timeout=target_timeout, progress=progress,
