@@ -118,3 +118,22 @@ def test_pricing_file_overrides_the_table(fake_openai: FakeOpenAIServer, tmp_pat
     prices.write_text("gpt-4o-mini: {input: cheap}\n")
     with pytest.raises(InputValidationError, match=r"gpt-4o-mini.*expected"):
         load_pricing(prices)
+
+
+def test_large_data_renders_a_seeded_part_and_extrapolates(fake_openai: FakeOpenAIServer,
+                                                           tmp_path: Path) -> None:
+    rows = _dataset(random.Random(12), 24)
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    evs = _evaluators(fake_openai, ("coherence", "conciseness"))
+    full = select(data, evs).estimate
+    part = select(data, evs, estimate_rows=8)
+    assert full is not None and part.estimate is not None
+    est = part.estimate
+    assert est.measured_rows == 8 and est.rows == 24
+    assert est.calls == full.calls == 48  # one call per row and metric: exact however many are rendered
+    assert est.prompt_tokens == pytest.approx(full.prompt_tokens, rel=0.35)
+    assert "8 of 24 rows rendered" in part.messages[0]
+    assert select(data, evs, estimate_rows=8).estimate == est  # seeded: the same rows each time
+    assert select(data, evs, estimate_rows=30).estimate == full  # small data: every row
+    assert fake_openai.count == 0

@@ -22,6 +22,10 @@ from touchstone.engine.selection import RunSelection, record_estimate, select
 from touchstone.errors import InputValidationError, Problem
 from touchstone.judges.config import JudgeSettings
 
+ESTIMATE_ROWS = 2000
+"""A real run over every row renders at most this many rows for its recorded estimate (extrapolated);
+the dry run and --budget render every row."""
+
 
 def note(message: str) -> None:
     """An informational line on stderr (text from the data shown as text)."""
@@ -84,6 +88,7 @@ def select_for_run(
         data, plan.evaluators, evaluator_config=plan.evaluator_config,
         settings=JudgeSettings.from_options(plan.judge_options), max_tier=max_tier, request=request,
         rows_of=rows_of, store=run_store, with_estimate=not plan.resume,
+        estimate_rows=None if dry_run else ESTIMATE_ROWS,
     )
     plan.evaluators = selection.evaluators
     for line in selection.messages:

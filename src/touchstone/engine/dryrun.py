@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,8 @@ class DryRunEstimate:
     """Each evaluator's cost tier."""
     per_row: list[dict[str, dict[str, float]]] = field(default_factory=list)
     """For each row (in data order), each judge evaluator's figures on it."""
+    measured_rows: int | None = None
+    """When the figures were extrapolated: the number of rows actually rendered (else None)."""
 
     @property
     def per_tier(self) -> dict[str, dict[str, float]]:
@@ -87,6 +89,16 @@ class DryRunEstimate:
         sub._total(cost_known=self.cost_usd is not None)
         return sub
 
+    def extrapolated(self, measured: Sequence[int]) -> DryRunEstimate:
+        """The estimate for all ``rows`` from the rows ``measured`` alone (their figures scaled by
+        rows / measured); per-row figures are not kept."""
+        factor = self.rows / max(1, len(measured))
+        out = DryRunEstimate(rows=self.rows, tiers=dict(self.tiers), measured_rows=len(measured))
+        part = self.subset(measured)
+        out.per_evaluator = {n: {k: v * factor for k, v in f.items()} for n, f in part.per_evaluator.items()}
+        out._total(cost_known=self.cost_usd is not None)
+        return out
+
     def _total(self, *, cost_known: bool) -> None:
         figures = self.per_evaluator.values()
         self.calls = int(sum(f.get("calls", 0) for f in figures))
@@ -106,6 +118,7 @@ class DryRunEstimate:
                 n: {**f, "tier": self.tiers.get(n, "free")} for n, f in self.per_evaluator.items()
             },
             "per_tier": self.per_tier,
+            "measured_rows": self.measured_rows,
         }
 
     def lines(self) -> list[str]:
@@ -129,9 +142,11 @@ def estimate(
     evaluators: Mapping[str, EvaluatorLike],
     evaluator_config: Mapping[str, Any] | None = None,
     settings: JudgeSettings | None = None,
+    only: Sequence[int] | None = None,
 ) -> DryRunEstimate:
     """Estimate the judge calls, tokens and cost of ``evaluate(data=..., evaluators=...)``, per row,
-    per evaluator and per cost tier."""
+    per evaluator and per cost tier. Every row is validated; with ``only``, only those row positions
+    are rendered (the others have no figures: see :meth:`DryRunEstimate.extrapolated`)."""
     evs = {name: as_evaluator(ev, name) for name, ev in evaluators.items()}
     records = load_records(data)
     mappings = evaluator_mappings(list(evs), evaluator_config)
@@ -139,6 +154,7 @@ def estimate(
     dry = JudgeSettings(**{**(settings or JudgeSettings()).__dict__, "dry_run": True, "cache": False})
     result = DryRunEstimate(rows=len(records), tiers={name: evaluator_tier(ev) for name, ev in evs.items()})
     result.per_row = [{} for _ in records]
+    positions = range(len(records)) if only is None else sorted(set(only))
     cost_known = False
 
     async def run() -> None:
@@ -149,7 +165,8 @@ def estimate(
                 result.per_evaluator[name] = totals
                 if not ev.needs_judge:
                     continue
-                for i, rec in enumerate(records):
+                for i in positions:
+                    rec = records[i]
                     usage: dict[str, Any] = {}
                     token = current_usage.set(usage)
                     try:

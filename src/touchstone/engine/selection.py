@@ -7,6 +7,7 @@ against what the run actually used (kept in the run's summary as ``estimate``).
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,9 +50,12 @@ def select(
     store: Any = None,
     embed: Any = None,
     with_estimate: bool = True,
+    estimate_rows: int | None = None,
 ) -> RunSelection:
     """The metrics and rows of a run on the data file ``data``. Raises InputValidationError when the
-    tier limit leaves no metric, or a sampling setting is invalid, before any judge call."""
+    tier limit leaves no metric, or a sampling setting is invalid, before any judge call. With
+    ``estimate_rows``, a run over every row of larger data renders that many rows (seeded) and
+    extrapolates, so the estimate stays a small part of a large run's time."""
     from touchstone.data.loaders import load_records
 
     kept, dropped = filter_by_tier(evaluators, max_tier)
@@ -68,8 +72,17 @@ def select(
     needs_estimate = any(getattr(ev, "needs_judge", False) for ev in kept.values())
     full = None
     if needs_estimate and (with_estimate or (request is not None and request.budget is not None)):
+        only = None
+        if estimate_rows is not None and not (sampling or rows_of):
+            n = sum(1 for _ in load_records(os.fspath(data)))
+            if n > estimate_rows:
+                only = sorted(random.Random(0).sample(range(n), estimate_rows))
         full = estimate(data=os.fspath(data), evaluators=kept, evaluator_config=evaluator_config,
-                        settings=settings)
+                        settings=settings, only=only)
+        if only is not None:
+            full = full.extrapolated(only)
+            selection.messages.append(f"estimate: {len(only)} of {full.rows} rows rendered, the rest "
+                                      "extrapolated (a dry run renders every row)")
     selection.full_estimate = selection.estimate = full
     if not (sampling or rows_of):
         return selection
