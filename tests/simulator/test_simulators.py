@@ -206,3 +206,27 @@ def test_strategy_transform_in_a_conversation(config: dict[str, str]) -> None:
     text = "turn 1 [abc]: something"
     sent = get_strategy("jailbreak+base64").apply(text, 5)
     assert "base64" in sent
+
+
+def test_conversations_with_a_target_error_still_evaluate(
+    config: dict[str, str], server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    objective = sim_data.objectives()["violence"][0].objective
+    out = simulate(config, scenario="qa", max_simulation_results=20, randomization_seed=2,
+                   target=failing_callback(objective))
+    assert sum("error" in i for i in out) == 1
+    path = tmp_path / "sim.jsonl"
+    path.write_text(out.to_json_lines(), encoding="utf-8")
+    result = CliRunner().invoke(app, [
+        "eval", str(path), "-m", "violence", "--judge-model", "fake-judge",
+        "--judge-base-url", server.base_url, "--store", str(tmp_path / "runs.db"), "-q",
+        "--out", str(tmp_path / "out"),
+    ], env={"OPENAI_API_KEY": "sk-test-not-a-real-key-0000"})
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 20
+    errored = [r for r, i in zip(rows, out, strict=True) if "error" in i]
+    assert len(errored) == 1 and errored[0]["inputs.error"]["kind"] == "target_error"
+    # only the 19 answered conversations have a severity
+    scores = [r.get("outputs.violence.violence_score") for r in rows]
+    assert sum(isinstance(v, (int, float)) and v == v for v in scores) == 19  # NaN != NaN
