@@ -23,7 +23,7 @@ from touchstone.evaluators import registry
 
 DOCUMENTED = {
     "question-answering": ["faithfulness", "answer_relevancy", "ranking"],
-    "document-search": ["ranking", "context_relevance"],
+    "document-search": ["ranking"],
     "chatbot": ["context_relevance", "coherence", "user_satisfaction"],
     "summarization": ["faithfulness", "completeness", "conciseness"],
     "rag": ["faithfulness", "answer_relevancy", "context_relevance", "ranking"],

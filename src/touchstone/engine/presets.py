@@ -85,7 +85,6 @@ _QA = (
 _SEARCH = (
     PresetMetric("ranking", f"nDCG@10, recall@20 and MRR of the ranking ({_RANKING_NEEDS})",
                  {"k": [10, 20]}),
-    PresetMetric("context_relevance", "is the retrieved text relevant to the query (judge)"),
 )
 _CHAT = (
     PresetMetric("context_relevance", "is the retrieved context relevant to the user's question"),
