@@ -154,3 +154,13 @@ def test_budget_without_a_price_and_difficult_after_a_run(fake_openai: FakeOpenA
                    "difficult")
     assert picked.exit_code == 0, picked.output
     assert "difficult: 6 rows failed, scored low or were disputed in 1 earlier run(s)" in picked.output
+
+
+def test_preset_with_nothing_left_says_why(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    data = _data(tmp_path, 3)
+    result = _eval(fake_openai, tmp_path, data, "--preset", "document-search")
+    assert result.exit_code == 2
+    assert "no metric applies to these columns: ranking: needs the column(s)" in result.output
+    added = _eval(fake_openai, tmp_path, data, "--preset", "document-search", "--metrics", "conciseness")
+    assert added.exit_code == 0, added.output  # --metrics still runs
+    assert fake_openai.count == 3

@@ -198,9 +198,9 @@ def eval_command(
     preset: str | None = typer.Option(
         None,
         "--preset",
-        help="A named set of metrics, with --metrics added to it: rag (faithfulness, answer_relevancy, "
-        "context_relevance, and ranking's precision@k / recall@k when the rows have retrieved_documents "
-        "and retrieval_ground_truth).",
+        help="A named set of metrics, with --metrics added to it: question-answering, document-search, "
+        "chatbot, summarization, rag; stages development, pre-production, production, ab-test. A metric "
+        "whose columns are missing is dropped with a message (see `touchstone presets`).",
     ),
     out_dir: Path | None = typer.Option(
         None, "--out", "-o", help="Write rows.jsonl and summary.json into this directory."
