@@ -28,6 +28,8 @@ from touchstone.simulator import (
 from touchstone.simulator import data as sim_data
 from touchstone.simulator.strategies import get_strategy
 
+QA_TOTAL = sum(len(sim_data.objectives()[c]) for c in sim_data.scenarios()["adv_qa"].categories)
+
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeOpenAIServer]:
@@ -115,10 +117,10 @@ def test_results_are_capped_by_the_objectives(config: dict[str, str]) -> None:
 
 def test_target_errors_and_timeouts_are_recorded_per_conversation(config: dict[str, str]) -> None:
     objectives = [o.objective for o in sim_data.objectives()["violence"]]
-    out = simulate(config, scenario="qa", max_simulation_results=20, randomization_seed=5,
+    out = simulate(config, scenario="qa", max_simulation_results=QA_TOTAL, randomization_seed=5,
                    target=failing_callback(objectives[0]))
     failed = [i for i in out if "error" in i]
-    assert len(out) == 20  # every qa objective, so the failing one among them
+    assert len(out) == QA_TOTAL  # every qa objective, so the failing one among them
     assert [i["error"]["kind"] for i in failed] == ["target_error"]
     # whichever conversation carries that objective failed; the others completed
     for item in out:
@@ -129,7 +131,7 @@ def test_target_errors_and_timeouts_are_recorded_per_conversation(config: dict[s
             assert [m["role"] for m in item["messages"]] == ["user"]
         else:
             assert item["messages"][-1]["role"] == "assistant"
-    slow = simulate(config, scenario="qa", max_simulation_results=20, randomization_seed=5,
+    slow = simulate(config, scenario="qa", max_simulation_results=QA_TOTAL, randomization_seed=5,
                     target=failing_callback(objectives[0], hang=True), target_timeout=0.3)
     kinds = sorted(i["error"]["kind"] for i in slow if "error" in i)
     assert kinds == ["target_timeout"] * len(failed)
@@ -212,7 +214,7 @@ def test_conversations_with_a_target_error_still_evaluate(
     config: dict[str, str], server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     objective = sim_data.objectives()["violence"][0].objective
-    out = simulate(config, scenario="qa", max_simulation_results=20, randomization_seed=2,
+    out = simulate(config, scenario="qa", max_simulation_results=QA_TOTAL, randomization_seed=2,
                    target=failing_callback(objective))
     assert sum("error" in i for i in out) == 1
     path = tmp_path / "sim.jsonl"
@@ -224,9 +226,9 @@ def test_conversations_with_a_target_error_still_evaluate(
     ], env={"OPENAI_API_KEY": "sk-test-not-a-real-key-0000"})
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()]
-    assert len(rows) == 20
+    assert len(rows) == QA_TOTAL
     errored = [r for r, i in zip(rows, out, strict=True) if "error" in i]
     assert len(errored) == 1 and errored[0]["inputs.error"]["kind"] == "target_error"
-    # only the 19 answered conversations have a severity
+    # only the answered conversations have a severity
     scores = [r.get("outputs.violence.violence_score") for r in rows]
-    assert sum(isinstance(v, (int, float)) and v == v for v in scores) == 19  # NaN != NaN
+    assert sum(isinstance(v, (int, float)) and v == v for v in scores) == QA_TOTAL - 1  # NaN != NaN

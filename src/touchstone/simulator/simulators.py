@@ -10,6 +10,7 @@ limited, retried, cached and accounted like judge calls (``results.judge``).
 
 from __future__ import annotations
 
+import logging
 import random
 import warnings
 from collections.abc import Callable
@@ -35,6 +36,8 @@ from touchstone.simulator.scenarios import (
     SupportedLanguages,
     parse_scenario,
 )
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_TARGET_TIMEOUT = 120.0
 """Seconds a target may take to answer one message before the conversation is recorded as timed out."""
@@ -126,6 +129,9 @@ class AdversarialSimulator(_Base):
         if kwargs:
             raise ConfigurationError(f"unknown option(s) {sorted(kwargs)}")
         plans = self.plan(scenario, max_simulation_results, turns, seed, randomize_order, jailbreak)
+        if len(plans) < max_simulation_results:
+            logger.warning("scenario %s has %d objectives: %d conversations will be simulated, not %d",
+                           scenario.value, len(plans), len(plans), max_simulation_results)
         attacker = self._attacker(api_call_delay_sec)
         async with attacker_session(self.judge_settings, seed) as info:
             results = await run_plans(
