@@ -24,8 +24,9 @@ def _number(value: Any) -> float | None:
 
 def satisfaction(value: Any, scale: tuple[float, float] = (1.0, 5.0)) -> float:
     """A feedback value as satisfaction in [0, 1]: True / thumbs up / like -> 1, their opposites -> 0;
-    a number in [0, 1] as it is, a rating on ``scale`` (1-5 stars by default) as
-    ``(x - low) / (high - low)``. Anything else raises ValueError naming what is accepted."""
+    a rating on ``scale`` (1-5 stars by default) as ``(x - low) / (high - low)``, and, when the scale
+    starts at 1 or above, a number in [0, 1) as it is (a share: 0.25 is 0.25, while 1 is one star).
+    Anything else raises ValueError naming what is accepted."""
     if isinstance(value, bool):
         return 1.0 if value else 0.0
     number = _number(value)
@@ -41,7 +42,7 @@ def satisfaction(value: Any, scale: tuple[float, float] = (1.0, 5.0)) -> float:
             number = None
     if number is not None:
         low, high = scale
-        if 0.0 <= number <= 1.0 and low >= 1.0:
+        if 0.0 <= number < 1.0 and low >= 1.0:  # a share below the ratings' range (1 is one star)
             return number
         if low <= number <= high:
             return (number - low) / (high - low)
