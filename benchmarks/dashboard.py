@@ -147,7 +147,9 @@ def time_requests(base: str, run_id: str, rows: int, repeat: int) -> list[tuple[
     out = []
     with httpx.Client(base_url=base, timeout=120) as client:
         for label, url in cases:
+            t0 = time.perf_counter()
             first = client.get(url)  # warm-up (and a check)
+            print(f"  {label}: first request {time.perf_counter() - t0:.3f} s", flush=True)
             assert first.status_code == 200, (url, first.status_code, first.text[:300])
             times = []
             for _ in range(repeat):
@@ -172,7 +174,7 @@ def main() -> None:
     t0 = time.perf_counter()
     run_id = build_run(store, args.rows, args.seed)
     built = time.perf_counter() - t0
-    print(f"built run {run_id}: {args.rows:,} rows x {len(EVALUATORS)} metrics in {built:.1f} s ({location})")
+    print(f"built run {run_id}: {args.rows:,} rows x {len(EVALUATORS)} metrics in {built:.1f} s ({store.path})")
     print(f"load average before: {os.getloadavg()}")
     server, thread, base = serve(store)
     try:

@@ -416,28 +416,38 @@ def rows_page(
     ref = find_metric(metrics, f.metric) if f.metric else None
     where, args = _row_where(store, info.id, f, ref)
     total = int(store.fetch_all(f"SELECT COUNT(*) FROM rows r WHERE {where}", args)[0][0])
-    select = "SELECT r.idx, r.source, r.line, r.data, r.target, r.target_error FROM rows r"
     if ref is not None and f.sort != "idx":
-        select += (" LEFT JOIN score_values sv ON sv.run_id = r.run_id AND sv.evaluator = ?"
-                   " AND sv.idx = r.idx AND sv.metric = ?")
-        order = "CASE WHEN sv.value IS NULL THEN 1 ELSE 0 END, sv.value"
-        if f.sort == "-value":
-            order += " DESC"
-        sql = f"{select} WHERE {where} ORDER BY {order}, r.idx LIMIT ? OFFSET ?"
-        params = [ref.evaluator, ref.metric, *args, size, (page - 1) * size]
+        # The metric's value by a lookup on score_values' whole key per row, not a join: a join's plan
+        # depends on the planner's statistics, and on a run just written (PostgreSQL before its
+        # ANALYZE) it was a nested loop over every pair of rows; the lookup is linear whatever the
+        # statistics say.
+        value = ("(SELECT sv.value FROM score_values sv WHERE sv.run_id = r.run_id AND sv.evaluator = ? "
+                 "AND sv.idx = r.idx AND sv.metric = ?)")
+        order = f"{value}{' DESC' if f.sort == '-value' else ''} NULLS LAST, r.idx"
+        sql = f"SELECT r.idx FROM rows r WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
+        # the params of the ORDER BY come after the WHERE's in the text
+        params = [*args, ref.evaluator, ref.metric, size, (page - 1) * size]
     else:
-        sql = f"{select} WHERE {where} ORDER BY r.idx LIMIT ? OFFSET ?"
+        sql = f"SELECT r.idx FROM rows r WHERE {where} ORDER BY r.idx LIMIT ? OFFSET ?"
         params = [*args, size, (page - 1) * size]
+    # the page's indices first (the sort carries no row data), then the page's rows
+    order_of = [int(r[0]) for r in store.fetch_all(sql, params)]
     lines = []
-    for idx, source, line, data, target, target_error in store.fetch_all(sql, params):
-        decoded = _loads(data)
-        out = _loads(target)
-        lines.append(RowLine(
-            int(idx), source, line,
-            {str(k): preview(v) for k, v in decoded.items()} if isinstance(decoded, dict) else {},
-            {str(k): preview(v) for k, v in out.items()} if isinstance(out, dict) else {},
-            target_error, failed=target_error is not None,
-        ))
+    if order_of:
+        marks = ", ".join("?" for _ in order_of)
+        found = {int(r[0]): r for r in store.fetch_all(
+            "SELECT idx, source, line, data, target, target_error FROM rows "
+            f"WHERE run_id = ? AND idx IN ({marks})", [info.id, *order_of])}
+        for idx in order_of:
+            _, source, line, data, target, target_error = found[idx]
+            decoded = _loads(data)
+            out = _loads(target)
+            lines.append(RowLine(
+                idx, source, line,
+                {str(k): preview(v) for k, v in decoded.items()} if isinstance(decoded, dict) else {},
+                {str(k): preview(v) for k, v in out.items()} if isinstance(out, dict) else {},
+                target_error, failed=target_error is not None,
+            ))
     _attach_scores(store, info, lines)
     return Page(lines, page, size, total)
 
