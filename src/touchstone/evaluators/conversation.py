@@ -27,12 +27,17 @@ SDK's values: ``m``, ``m_reason``, and ``passed`` as ``m_result`` says.
 
 When a turn cannot be scored the conversation has no honest aggregate: the row gets ``m_error``
 naming the turn, and the turns that did score stay visible in ``evaluation_per_turn``.
+
+Long conversations are judged in bounded memory: a turn's history is a view of the conversation's
+messages, made into text only when that turn is judged, and at most :data:`TURNS_IN_FLIGHT` turns
+of one conversation are judged at a time (a conversation of 10,000 turns no longer holds 10,000
+histories and prompts at once).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +53,23 @@ if TYPE_CHECKING:
 
 CONVERSATION_MODES = ("sdk", "history")
 """``conversation_mode`` values: the SDK's pairs scored as single rows, or touchstone's turns with history."""
+
+TURNS_IN_FLIGHT = 64
+"""Most turns of one conversation judged at the same time: each holds its rendered prompt (with the
+history, up to the whole conversation), so this bounds a long conversation's memory; the judge
+session's own concurrency limit still applies across rows."""
+
+HISTORY_CHAR_LIMIT = 32_000
+"""Most characters of history a turn is judged with in ``"history"`` mode (about 8,000 tokens): the
+most recent messages; a longer history would not fit a judge's context, and rendering every turn's
+whole history makes a long conversation cost time and memory in the square of its length."""
+
+SAMPLE_INPUT_LIMIT = 8_000
+"""In ``"history"`` mode a turn's ``sample_input`` (the prompt it was judged with, kept in its
+properties) holds the whole history: longer ones keep each message's start and end, so the outputs
+of a conversation grow with its length, not with its length squared."""
+SAMPLE_MESSAGE_KEEP = 1_000
+"""Characters kept at each end of a message of a trimmed ``sample_input``."""
 
 TURN_INPUTS = ("query", "response", "context", "ground_truth")
 """The single-row inputs an exchange of a conversation can give a metric."""
@@ -73,15 +95,42 @@ class Turn:
     """1-based number of the assistant turn."""
     response: str
     query: str | None
-    history: list[dict[str, str]] = field(default_factory=list)
     documents: list[dict[str, Any]] = field(default_factory=list)
     ground_truth: str | None = None
+    messages: Sequence[Mapping[str, Any]] = field(default=(), repr=False)
+    """The conversation's messages (shared by all its turns, not copied)."""
+    history_end: int = 0
+    """The history is ``messages[:history_end]``."""
+
+    @property
+    def history(self) -> list[dict[str, str]]:
+        """Every message before the user message(s) this turn answers, as role and content (built
+        when asked for: a turn of a long conversation holds no copy of it)."""
+        return [
+            {"role": str(m.get("role")), "content": str(m.get("content", ""))}
+            for m in self.messages[: self.history_end]
+        ]
 
     @property
     def history_text(self) -> str | None:
-        from touchstone.evaluators.prompting import format_history
-
-        return format_history(self.history) if self.history else None
+        """The history as ``role: content`` paragraphs, the most recent :data:`HISTORY_CHAR_LIMIT`
+        characters of it (whole messages, at least one), after a line saying how many earlier
+        messages were left out; None when there is none."""
+        if not self.history_end:
+            return None
+        parts: list[str] = []
+        size = 0
+        for m in reversed(self.messages[: self.history_end]):
+            part = f"{m.get('role')}: {m.get('content', '')}"
+            if parts and size + len(part) > HISTORY_CHAR_LIMIT:
+                break
+            parts.append(part)
+            size += len(part) + 2
+        parts.reverse()
+        left_out = self.history_end - len(parts)
+        if left_out:
+            parts.insert(0, f"[{left_out} earlier messages left out]")
+        return "\n\n".join(parts)
 
 
 def _documents(value: Any, default_prefix: str) -> list[dict[str, Any]]:
@@ -93,7 +142,12 @@ def _documents(value: Any, default_prefix: str) -> list[dict[str, Any]]:
 
 def split_turns(conversation: Mapping[str, Any]) -> list[Turn]:
     """The assistant turns of ``conversation`` (``{"messages": [...], "context"?: ...}``), for
-    ``conversation_mode="history"``.
+    ``conversation_mode="history"`` (see :func:`iter_turns`)."""
+    return list(iter_turns(conversation))
+
+
+def iter_turns(conversation: Mapping[str, Any]) -> Iterator[Turn]:
+    """The assistant turns of ``conversation`` one by one, for ``conversation_mode="history"``.
 
     A turn's query is the user message(s) since the previous assistant turn (None when the assistant
     speaks first); its history is every message before those; its documents are the ones attached to
@@ -102,7 +156,7 @@ def split_turns(conversation: Mapping[str, Any]) -> list[Turn]:
     global_docs = (
         _documents(conversation.get("context"), "conversation-context") if conversation.get("context") else []
     )
-    turns: list[Turn] = []
+    count = 0
     pending: list[int] = []  # indices of user messages since the last assistant turn
     for i, msg in enumerate(messages):
         role = msg.get("role")
@@ -110,30 +164,26 @@ def split_turns(conversation: Mapping[str, Any]) -> list[Turn]:
             pending.append(i)
         elif role == "assistant":
             first = pending[0] if pending else i
-            history = [
-                {"role": str(m.get("role")), "content": str(m.get("content", ""))} for m in messages[:first]
-            ]
             query = "\n\n".join(str(messages[j].get("content", "")) for j in pending) if pending else None
             docs: list[dict[str, Any]] = []
             for j in pending:
                 if messages[j].get("context"):
-                    docs.extend(_documents(messages[j]["context"], f"turn-{len(turns) + 1}-query-context"))
+                    docs.extend(_documents(messages[j]["context"], f"turn-{count + 1}-query-context"))
             if msg.get("context"):
-                docs.extend(_documents(msg["context"], f"turn-{len(turns) + 1}-context"))
+                docs.extend(_documents(msg["context"], f"turn-{count + 1}-context"))
             docs.extend(global_docs)
             gt = msg.get("ground_truth")
-            turns.append(
-                Turn(
-                    index=len(turns) + 1,
-                    response=str(msg.get("content", "")),
-                    query=query,
-                    history=history,
-                    documents=docs,
-                    ground_truth=gt if isinstance(gt, str) and gt else None,
-                )
+            count += 1
+            yield Turn(
+                index=count,
+                response=str(msg.get("content", "")),
+                query=query,
+                documents=docs,
+                ground_truth=gt if isinstance(gt, str) and gt else None,
+                messages=messages,
+                history_end=first,
             )
             pending = []
-    return turns
 
 
 def turn_input_names(evaluator: Evaluator) -> frozenset[str]:
@@ -302,16 +352,18 @@ async def score_conversation(
     check_not_mixed(evaluator, others or {})
     last_only = bool(getattr(evaluator, "eval_last_turn", False))
     if getattr(evaluator, "conversation_mode", "sdk") == "history":
-        turns = split_turns(conversation)
+        turns = split_turns(conversation)  # light: the histories are views, made into text when judged
         if last_only:
             turns = turns[-1:]
         coros = [evaluator._turn(t) for t in turns]
+        trim = True
     else:
         rows = exchange_inputs(conversation, turn_input_names(evaluator), last_turn=last_only)
         coros = [evaluator._single(**row) for row in rows]
+        trim = False  # the SDK's exchanges: prompts as long as one exchange, kept as the SDK keeps them
     if not coros:
         return no_exchange(evaluator)
-    outs = await gather_outputs(evaluator, coros)
+    outs = await gather_outputs(evaluator, coros, trim_samples=trim)
     return combine_turns(evaluator, outs)
 
 
@@ -324,10 +376,27 @@ def no_exchange(evaluator: Evaluator) -> Outcome:
     return Outcome([nothing])
 
 
-async def gather_outputs(evaluator: Evaluator, coros: Sequence[Any]) -> list[Outputs]:
-    """Run judgements concurrently; each one's failure (other than an aborted run) becomes a failure
-    dict, so one bad turn does not hide the others."""
-    results = await asyncio.gather(*coros, return_exceptions=True)
+async def gather_outputs(
+    evaluator: Evaluator, coros: Sequence[Any], *, trim_samples: bool = False
+) -> list[Outputs]:
+    """Run judgements concurrently, at most :data:`TURNS_IN_FLIGHT` at a time (a coroutine renders
+    its prompt only once started); each one's failure (other than an aborted run) becomes a failure
+    dict, so one bad turn does not hide the others. ``trim_samples``: long ``sample_input`` values
+    are trimmed as each judgement ends (see :data:`SAMPLE_INPUT_LIMIT`)."""
+    gate = asyncio.Semaphore(TURNS_IN_FLIGHT)
+
+    async def bounded(coro: Awaitable[Any]) -> Any:
+        started = False
+        try:
+            async with gate:
+                started = True
+                result = await coro
+                return trim_sample_inputs(result) if trim_samples else result
+        finally:
+            if not started and hasattr(coro, "close"):
+                coro.close()  # cancelled while waiting its turn: never started, so no warning
+
+    results = await asyncio.gather(*(bounded(c) for c in coros), return_exceptions=True)
     outs: list[Outputs] = []
     for r in results:
         if isinstance(r, RunAbortedError):
@@ -339,6 +408,38 @@ async def gather_outputs(evaluator: Evaluator, coros: Sequence[Any]) -> list[Out
         else:
             outs.append(evaluator.as_outcome(r))
     return outs
+
+
+def trim_sample_inputs(outputs: Any) -> Any:
+    """``outputs`` with every ``sample_input`` longer than :data:`SAMPLE_INPUT_LIMIT` in its
+    properties (the ``*_properties`` dicts and its Scores' properties) trimmed in place."""
+    if not isinstance(outputs, Mapping):
+        return outputs
+    found = [v for k, v in outputs.items() if str(k).endswith("_properties") and isinstance(v, dict)]
+    found += [score.properties for score in getattr(outputs, "scores", None) or () if score.properties]
+    for props in found:
+        sample = props.get("sample_input")
+        if isinstance(sample, str) and len(sample) > SAMPLE_INPUT_LIMIT:
+            props["sample_input"] = _trimmed(sample)
+    return outputs
+
+
+def _trimmed(sample: str) -> str:
+    """A ``sample_input`` (messages as JSON) with each long message's middle left out, still JSON."""
+    import json
+
+    try:
+        messages = json.loads(sample)
+    except ValueError:
+        return sample[:SAMPLE_INPUT_LIMIT] + f"... [{len(sample) - SAMPLE_INPUT_LIMIT} characters left out]"
+    keep = SAMPLE_MESSAGE_KEEP
+    for message in messages if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str) and len(content) > 2 * keep:
+            left_out = len(content) - 2 * keep
+            head, tail = content[:keep], content[-keep:]
+            message["content"] = f"{head}\n... [{left_out} characters left out] ...\n{tail}"
+    return json.dumps(messages, ensure_ascii=False)
 
 
 def _number(value: Any) -> float | None:
