@@ -45,7 +45,9 @@ def peak_rss(args: list[str], env: dict[str, str]) -> tuple[int, float, float, s
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--turns", type=int, default=10_000, help="user/assistant exchanges (default 10000)")
     parser.add_argument("--words", type=int, default=20, help="words per message (default 20)")
     parser.add_argument("--metrics", default="coherence")
@@ -59,7 +61,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer() as fake:
         data = Path(tmp) / "conversation.jsonl"
         write_conversation(data, opts.turns, opts.words)
-        env = dict(os.environ, OPENAI_API_KEY="sk-benchmark-0000", TOUCHSTONE_CACHE=str(Path(tmp) / "cache.db"))
+        cache = str(Path(tmp) / "cache.db")
+        env = dict(os.environ, OPENAI_API_KEY="sk-benchmark-0000", TOUCHSTONE_CACHE=cache)
         base = [sys.executable, "-m", "touchstone.cli", "eval", str(data), "-m", opts.metrics,
                 "--judge-model", "fake-judge", "--judge-base-url", fake.base_url,
                 "--store", str(Path(tmp) / "runs.db"), "-q"]
@@ -75,7 +78,8 @@ def main() -> None:
         for label, args in runs:
             fake.reset()
             code, rss, wall, tail = peak_rss(args, env)
-            print(f"{label:8s} exit {code}  peak RSS {rss:8.1f} MiB  wall {wall:6.1f} s  judge calls {fake.count}")
+            print(f"{label:8s} exit {code}  peak RSS {rss:8.1f} MiB  wall {wall:6.1f} s  "
+                  f"judge calls {fake.count}")
             if code not in (0, 1):
                 print(tail)
     print(f"load average: {os.getloadavg()}")
