@@ -7,6 +7,7 @@ of that SDK can switch by changing an import.
 from touchstone._exceptions import ErrorBlame, ErrorCategory, ErrorTarget, EvaluationException
 from touchstone._model_configurations import AzureAIProject, Conversation, EvaluatorConfig, Message
 from touchstone._version import __version__
+from touchstone.compare import compare_jailbreak, compare_runs
 from touchstone.engine.result import EvaluationResult
 from touchstone.engine.runner import EvaluationFailedError, evaluate
 from touchstone.errors import (
@@ -119,6 +120,8 @@ __all__ = [
     "ViolenceEvaluator",
     "__version__",
     "available_metrics",
+    "compare_jailbreak",
+    "compare_runs",
     "evaluate",
     "function_metric",
     "metrics_from_file",

@@ -249,3 +249,10 @@ def test_verdict_error_rates_over_seeded_trials(store: Store) -> None:
         worse += compare_runs(store, a, b, n_boot=200, seed=t).metrics[0].verdict == "worse"
     assert worse / 60 >= 0.95
     assert not math.isnan(flagged)
+
+
+def test_exported_from_the_package() -> None:
+    import touchstone
+
+    assert touchstone.compare_runs is compare_runs
+    assert {"compare_runs", "compare_jailbreak"} <= set(touchstone.__all__)
