@@ -415,7 +415,10 @@ def rows_page(
     metrics = run_metrics(store, info)
     ref = find_metric(metrics, f.metric) if f.metric else None
     where, args = _row_where(store, info.id, f, ref)
-    total = int(store.fetch_all(f"SELECT COUNT(*) FROM rows r WHERE {where}", args)[0][0])
+    # With filters the total comes with the page (COUNT(*) OVER ()): the filters are evaluated once,
+    # not once for the count and again for the page. Without, the count is a cheap range of the key.
+    filtered = where != "r.run_id = ?"
+    count = ", COUNT(*) OVER ()" if filtered else ""
     if ref is not None and f.sort != "idx":
         # The metric's value by a lookup on score_values' whole key per row, not a join: a join's plan
         # depends on the planner's statistics, and on a run just written (PostgreSQL before its
@@ -424,14 +427,19 @@ def rows_page(
         value = ("(SELECT sv.value FROM score_values sv WHERE sv.run_id = r.run_id AND sv.evaluator = ? "
                  "AND sv.idx = r.idx AND sv.metric = ?)")
         order = f"{value}{' DESC' if f.sort == '-value' else ''} NULLS LAST, r.idx"
-        sql = f"SELECT r.idx FROM rows r WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
+        sql = f"SELECT r.idx{count} FROM rows r WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
         # the params of the ORDER BY come after the WHERE's in the text
         params = [*args, ref.evaluator, ref.metric, size, (page - 1) * size]
     else:
-        sql = f"SELECT r.idx FROM rows r WHERE {where} ORDER BY r.idx LIMIT ? OFFSET ?"
+        sql = f"SELECT r.idx{count} FROM rows r WHERE {where} ORDER BY r.idx LIMIT ? OFFSET ?"
         params = [*args, size, (page - 1) * size]
     # the page's indices first (the sort carries no row data), then the page's rows
-    order_of = [int(r[0]) for r in store.fetch_all(sql, params)]
+    got = store.fetch_all(sql, params)
+    order_of = [int(r[0]) for r in got]
+    if filtered and got:
+        total = int(got[0][1])
+    else:  # no filter, or a page past the end: count on its own
+        total = int(store.fetch_all(f"SELECT COUNT(*) FROM rows r WHERE {where}", args)[0][0])
     lines = []
     if order_of:
         marks = ", ".join("?" for _ in order_of)
