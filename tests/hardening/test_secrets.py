@@ -149,3 +149,15 @@ def test_redact_urls_in_text_and_config() -> None:
     config = {"judge": {"base_url": "http://me:pw@h/v1", "model": "m"}, "list": ["http://a:b@c/"], "n": 3}
     assert redact_config(config) == {"judge": {"base_url": "http://***@h/v1", "model": "m"},
                                      "list": ["http://***@c/"], "n": 3}
+
+
+def test_resuming_a_run_whose_url_had_credentials_asks_for_the_url_again() -> None:
+    from touchstone.engine.planning import JudgeChoice, resolve_judge
+    from touchstone.errors import ConfigurationError
+
+    stored = {"model": "fake-judge", "base_url": "http://***@127.0.0.1:9/v1"}
+    with pytest.raises(ConfigurationError, match="--judge-base-url"):
+        resolve_judge(JudgeChoice(), stored)
+    again = resolve_judge(JudgeChoice(base_url=f"http://user:{PASSWORD}@127.0.0.1:9/v1"), stored)
+    assert again["base_url"].startswith("http://user:")
+    assert resolve_judge(JudgeChoice(), {"model": "m", "base_url": "http://127.0.0.1:9/v1"})["model"] == "m"

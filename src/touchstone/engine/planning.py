@@ -285,6 +285,11 @@ def resolve_judge(choice: JudgeChoice, stored: Any = None) -> Any:
             choice.model, azure_endpoint=choice.azure_endpoint, azure_deployment=choice.azure_deployment
         )
     if stored is not None and not choice.names_openai:
+        if any("***@" in str(stored.get(k) or "") for k in ("base_url", "azure_endpoint")):
+            raise ConfigurationError(
+                "the resumed run's judge URL had credentials (user:password@), which are never stored; "
+                "give the URL again with --judge-base-url"
+            )
         return stored
     return configured_judge(choice.model, choice.base_url)
 
