@@ -153,7 +153,10 @@ def redteam_command(
         out.print_json(json.dumps(result.to_dict(), ensure_ascii=False))
     else:
         out.print(scorecard_table(result.scorecard))
-        out.print(f"seed {result.settings['seed']}; {len(result.attacks)} attacks", highlight=False)
+        stats = (result.judge or {}).get("stats") or {}
+        out.print(f"seed {result.settings['seed']}; {len(result.attacks)} attacks; "
+                  f"{int(stats.get('calls', 0))} model calls, ${float(stats.get('cost_usd', 0.0)):.4f}",
+                  highlight=False)
         if out_path is not None:
             out.print(f"conversations written to {escape(str(out_path))}", highlight=False)
     if result.scorecard["overall"]["n"] == 0:

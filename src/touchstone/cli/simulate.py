@@ -172,9 +172,10 @@ def simulate_command(
         total += len(convs)
     stats = (next(iter(results.values())).judge or {}).get("stats") or {}
     if stats:
-        keys = ("calls", "prompt_tokens", "completion_tokens")
-        calls, prompt, completion = (int(stats.get(k, 0)) for k in keys)
-        line = f"attacker: {calls} calls, {prompt} prompt + {completion} completion tokens"
+        keys = ("calls", "cache_hits", "prompt_tokens", "completion_tokens")
+        calls, cached, prompt, completion = (int(stats.get(k, 0)) for k in keys)
+        line = (f"attacker: {calls} calls ({cached} from the cache), {prompt} prompt + {completion} "
+                f"completion tokens, ${float(stats.get('cost_usd', 0.0)):.4f}")
         out.print(line, highlight=False)
     if total and failed == total:
         raise typer.Exit(EXIT_GATE)
