@@ -174,7 +174,7 @@ def simulate_command(
     if stats:
         keys = ("calls", "cache_hits", "prompt_tokens", "completion_tokens")
         calls, cached, prompt, completion = (int(stats.get(k, 0)) for k in keys)
-        line = (f"attacker: {calls} calls ({cached} from the cache), {prompt} prompt + {completion} "
+        line = (f"attacker: {calls} calls, {cached} answers from the cache, {prompt} prompt + {completion} "
                 f"completion tokens, ${float(stats.get('cost_usd', 0.0)):.4f}")
         out.print(line, highlight=False)
     if total and failed == total:
