@@ -1,7 +1,8 @@
 """The judge response cache: a SQLite file (WAL) shared by runs and processes.
 
-Keys are SHA-256 hashes of the provider and endpoint, the model, the messages and every generation
-parameter, so a different prompt, model or setting is a different entry; API keys never enter a key
+Keys are SHA-256 hashes of the provider and endpoint, a salted digest of the credential (so a reply
+got with one key is not served to another), the model, the messages and every generation parameter,
+so a different prompt, model or setting is a different entry; API keys themselves never enter a key
 or a value. An entry is written as soon as its reply arrives, before the score that uses it is
 stored, so a run that crashes does not pay again for calls that completed.
 
