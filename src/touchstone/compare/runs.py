@@ -5,6 +5,7 @@ direction. Everything is computed from stored scores: no model call."""
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -360,7 +361,7 @@ class RowChange:
 
 
 def _row_data(run: LoadedRun, idx: int) -> dict[str, Any] | None:
-    row = run.rows.get(idx)
+    row = run.row(idx)
     if row is None:
         return None
     return {"inputs": row.data, "target": row.target, "target_error": row.target_error}
@@ -387,24 +388,28 @@ def rows_changed_most(
         raise InputValidationError(f"limit must be 0 or more, got {limit}")
     a, b = load_run(store, run_a), load_run(store, run_b)
     match = match_rows(a, b, match_by)
-    found: list[tuple[float, RowChange]] = []
+    # (weight, order, pair, metric): RowChange objects are built for the rows kept only
+    found: list[tuple[float, int, tuple[Hashable, int, int, float, float], tuple[str, str, bool]]] = []
+    order = 0
     for evaluator, score in select_metrics(a, b, None if metric is None else [metric]):
         higher = _direction(a, b, evaluator, score)
         col_a, col_b = a.cells[(evaluator, score)], b.cells[(evaluator, score)]
         values = [c.value for col in (col_a, col_b) for c in col.values() if c.value is not None]
         spread = (max(values) - min(values)) if values else 0.0
         scale = spread if metric is None and spread > 0 else 1.0
+        about = (evaluator, score, higher)
         for key, ia, ib in match.pairs:
             ca, cb = col_a.get(ia), col_b.get(ib)
             if ca is None or cb is None or ca.value is None or cb.value is None or ca.value == cb.value:
                 continue
-            diff = cb.value - ca.value
-            change: Literal["better", "worse"] = "better" if (diff > 0) == higher else "worse"
-            row = RowChange(key, ia, ib, f"{evaluator}.{score}", ca.value, cb.value, diff, change)
-            found.append((abs(diff) / scale, row))
-    found.sort(key=lambda item: -item[0])  # stable: ties keep A's row order
-    top = [change for _, change in found[:limit]]
-    if with_data:
-        top = [RowChange(**{**c.__dict__, "data_a": _row_data(a, c.idx_a), "data_b": _row_data(b, c.idx_b)})
-               for c in top]
+            found.append((abs(cb.value - ca.value) / scale, order, (key, ia, ib, ca.value, cb.value), about))
+            order += 1
+    # ties keep A's row order (then the metrics' order)
+    kept = heapq.nsmallest(limit, found, key=lambda item: (-item[0], item[1]))
+    top: list[RowChange] = []
+    for _, _, (key, ia, ib, va, vb), (evaluator, score, higher) in kept:
+        diff = vb - va
+        change: Literal["better", "worse"] = "better" if (diff > 0) == higher else "worse"
+        data_a, data_b = (_row_data(a, ia), _row_data(b, ib)) if with_data else (None, None)
+        top.append(RowChange(key, ia, ib, f"{evaluator}.{score}", va, vb, diff, change, data_a, data_b))
     return top
