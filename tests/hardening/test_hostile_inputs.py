@@ -199,3 +199,31 @@ def test_python_inputs_are_checked_like_files() -> None:
             load_records(data)
         assert str(info.value).startswith(where), str(info.value)
         assert '"response"' in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "binary", "markup name"])
+def test_metric_file_that_cannot_be_read_is_refused(
+    fresh_judge: FakeOpenAIServer, tmp_path: Path, kind: str
+) -> None:
+    if kind == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs on this platform")
+        path = tmp_path / "metrics.yaml"
+        os.mkfifo(path)
+        expect: tuple[str, ...] = ("regular file",)
+    elif kind == "binary":
+        path = tmp_path / "metrics.yaml"
+        path.write_bytes(bytes(range(128, 256)) * 4)
+        expect = ("not UTF-8",)
+    else:
+        path = tmp_path / "[/x]" / "[red]m[/red].yaml"
+        expect = ("[/x]", "[red]m[/red]")
+    refused(fresh_judge, tmp_path, INPUTS / "good.jsonl", "--metric-file", str(path), expect=expect)
+
+
+def test_unreadable_path_is_one_message(fresh_judge: FakeOpenAIServer, tmp_path: Path) -> None:
+    """A symlink loop and a name too long for the file system: the OS error, not a traceback."""
+    loop = tmp_path / "loop.jsonl"
+    os.symlink(loop, loop)
+    refused(fresh_judge, tmp_path, loop, expect=("loop.jsonl", "cannot read"))
+    refused(fresh_judge, tmp_path, tmp_path / ("n" * 300 + ".jsonl"), expect=("cannot read",))

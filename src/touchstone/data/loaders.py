@@ -96,6 +96,15 @@ def _check_regular_file(path: Path) -> None:
         )
 
 
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes; a file that cannot be read (permissions, an I/O error) is a Problem."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise InputValidationError([Problem(str(path), None, None, f"cannot read: {reason}")]) from None
+
+
 def _load_list(data: Sequence[Any], source: str, *, in_file: bool = False) -> list[Record]:
     """Rows of a list of dicts (``in_file``: a ``.json`` array, whose items are named by index)."""
     records = []
@@ -169,7 +178,7 @@ def _is_dataframe(obj: Any) -> bool:
 
 
 def _load_jsonl(path: Path) -> list[Record]:
-    raw = path.read_bytes()
+    raw = _read_bytes(path)
     source = str(path)
     if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark is accepted
         raw = raw[3:]
@@ -264,7 +273,7 @@ def _maybe_json(value: str) -> Any:
 
 def _load_csv(path: Path) -> list[Record]:
     source = str(path)
-    raw = path.read_bytes()
+    raw = _read_bytes(path)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

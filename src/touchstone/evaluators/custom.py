@@ -275,9 +275,13 @@ def load_metric_definitions(path: str | Path) -> list[dict[str, Any]]:
     """The metric definitions of a YAML (or JSON) metrics file, checked for shape."""
     p = Path(path)
     try:
+        if p.exists() and not p.is_file():  # a FIFO or device would block the read forever
+            raise ConfigurationError(f"metrics file {p}: expected a regular file")
         doc = yaml.safe_load(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigurationError(f"cannot read metrics file {p}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"metrics file {p}: not UTF-8 text") from None
     except yaml.YAMLError as exc:
         raise ConfigurationError(f"metrics file {p}: not valid YAML: {exc}") from None
     items = doc.get("metrics") if isinstance(doc, Mapping) else doc
