@@ -174,7 +174,8 @@ def main() -> None:
     t0 = time.perf_counter()
     run_id = build_run(store, args.rows, args.seed)
     built = time.perf_counter() - t0
-    print(f"built run {run_id}: {args.rows:,} rows x {len(EVALUATORS)} metrics in {built:.1f} s ({store.path})")
+    print(f"built run {run_id}: {args.rows:,} rows x {len(EVALUATORS)} metrics in {built:.1f} s "
+          f"({store.path})")
     print(f"load average before: {os.getloadavg()}")
     server, thread, base = serve(store)
     try:

@@ -146,7 +146,7 @@ def test_comparison_page_shows_verdicts_and_changed_rows(client: TestClient, ui_
 
 def test_trends_and_distributions_api(client: TestClient, ui_runs: UIRuns) -> None:
     trend = client.get("/api/trends", params={"metric": "f1.f1_score"}).json()
-    assert [p["run_id"] for p in trend["points"]] == [ui_runs.baseline, ui_runs.candidate]
+    assert {p["run_id"] for p in trend["points"]} == {ui_runs.baseline, ui_runs.candidate}
     page = client.get("/trends", params={"metric": "f1.f1_score"}).text
     assert 'data-chart="trend"' in page and page.count('<td class="key">f1.f1_score</td>') == 2
     dist = client.get(f"/api/runs/{ui_runs.judged}/distributions").json()["metrics"]

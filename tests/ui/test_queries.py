@@ -289,7 +289,9 @@ def test_row_detail_has_reasons_per_turn_and_evidence(ui_runs: UIRuns) -> None:
 def test_trend_reads_each_run_mean_and_threshold(ui_runs: UIRuns) -> None:
     store = ui_runs.store
     data = queries.trend(store, "f1_score")
-    assert [p["run_id"] for p in data["points"]] == [ui_runs.baseline, ui_runs.candidate]  # oldest first
+    # oldest first (runs started within the same second, as these may be, have no order between them)
+    assert {p["run_id"] for p in data["points"]} == {ui_runs.baseline, ui_runs.candidate}
+    assert [p["started"] for p in data["points"]] == sorted(p["started"] for p in data["points"])
     for p in data["points"]:
         s = queries.summary_of(_info(store, p["run_id"]))["f1.f1_score"]
         assert p["mean"] == s["mean"] and p["ci95"] == s["ci95"] and p["threshold"] == 0.5
