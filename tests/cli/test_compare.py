@@ -182,3 +182,19 @@ def test_jailbreak_on_runs_scored_by_the_fake_judge(
         assert refused.exit_code == 2 and message in refused.stderr
     missing = runner.invoke(app, ["jailbreak", base, "nope", "--store", str(store)])
     assert missing.exit_code == 2 and "no run 'nope'" in missing.stderr
+
+
+def test_rows_changed_most_shows_both_rows_with_their_outputs(
+    lexical_runs: tuple[Path, str, str, str],
+) -> None:
+    from touchstone.compare import rows_changed_most
+
+    store, good, worse, _ = lexical_runs
+    changed = rows_changed_most(open_store(store), good, worse, metric="f1.f1_score", limit=3)
+    assert [c.key for c in changed] == ["q3", "q6", "q9"]  # each fell from 1 to 0; A's order on ties
+    first = changed[0]
+    assert (first.value_a, first.value_b, first.change) == (1.0, 0.0, "worse")
+    assert first.data_a is not None and first.data_b is not None
+    assert first.data_a["inputs"]["response"] == "the answer is 3"
+    assert first.data_b["inputs"]["response"] == "no idea"
+    assert first.data_b["outputs"]["f1_score"] == 0.0 and first.data_a["outputs"]["f1_score_result"] == "pass"

@@ -219,7 +219,7 @@ def test_rows_changed_most(store: Store) -> None:
     # a: 0.1 -> 0.8 and d: 0.9 -> 0.2 tie at 0.7 and keep A's row order; b: +0.1 is cut by the limit
     assert [(c.key, c.change) for c in top] == [("a", "better"), ("d", "worse")]
     assert top[1].difference == pytest.approx(-0.7) and top[1].value_a == 0.9 and top[1].value_b == 0.2
-    assert top[1].data_a == {"inputs": {"id": "d"}, "target": None, "target_error": None}
+    assert top[1].data_a == {"inputs": {"id": "d"}, "target": None, "target_error": None, "outputs": {}}
     assert (top[1].idx_a, top[1].idx_b) == (3, 0)
     # every metric together, each scaled by its spread: rating b (5 -> 1 over a spread of 4) is 1.0
     everything = rows_changed_most(store, a, b, limit=10, with_data=False)

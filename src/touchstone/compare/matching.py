@@ -61,6 +61,17 @@ class LoadedRun:
         source, line, data, target, error = found[0]
         return StoredRow(idx, source, line, _json(data), _json(target) if target else None, error)
 
+    def outputs(self, idx: int, evaluator: str) -> dict[str, Any] | None:
+        """The compatible SDK's flat outputs of one evaluator on one row (None when not stored)."""
+        if self.store is None:
+            return None
+        found = self.store.fetch_all(
+            "SELECT outputs FROM scores WHERE run_id = ? AND idx = ? AND evaluator = ?",
+            (self.info.id, idx, evaluator),
+        )
+        value = _json(found[0][0]) if found else None
+        return value if isinstance(value, dict) else None
+
 
 def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, (str, bytes)) else value

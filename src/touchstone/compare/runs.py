@@ -360,11 +360,14 @@ class RowChange:
                 "change": self.change, "data_a": self.data_a, "data_b": self.data_b}
 
 
-def _row_data(run: LoadedRun, idx: int) -> dict[str, Any] | None:
+def _row_data(run: LoadedRun, idx: int, evaluator: str) -> dict[str, Any] | None:
+    """A row side by side: its inputs, the target's output or error, and the evaluator's flat outputs
+    (score, reason, error...) on it."""
     row = run.row(idx)
     if row is None:
         return None
-    return {"inputs": row.data, "target": row.target, "target_error": row.target_error}
+    return {"inputs": row.data, "target": row.target, "target_error": row.target_error,
+            "outputs": run.outputs(idx, evaluator)}
 
 
 def rows_changed_most(
@@ -383,7 +386,8 @@ def rows_changed_most(
     difference of that metric; without it every metric both runs have is ranked together, each
     difference divided by the spread (max - min) of that metric over both runs so that a 0-1 score and
     a 1-5 rating weigh alike. Rows that did not change are not listed. ``with_data`` attaches each
-    row's stored inputs and target output from both runs (side by side)."""
+    row's stored inputs, target output and the metric's evaluator outputs (reasons) from both runs
+    (side by side)."""
     if limit < 0:
         raise InputValidationError(f"limit must be 0 or more, got {limit}")
     a, b = load_run(store, run_a), load_run(store, run_b)
@@ -410,6 +414,7 @@ def rows_changed_most(
     for _, _, (key, ia, ib, va, vb), (evaluator, score, higher) in kept:
         diff = vb - va
         change: Literal["better", "worse"] = "better" if (diff > 0) == higher else "worse"
-        data_a, data_b = (_row_data(a, ia), _row_data(b, ib)) if with_data else (None, None)
+        data_a = _row_data(a, ia, evaluator) if with_data else None
+        data_b = _row_data(b, ib, evaluator) if with_data else None
         top.append(RowChange(key, ia, ib, f"{evaluator}.{score}", va, vb, diff, change, data_a, data_b))
     return top
