@@ -385,11 +385,14 @@ async def call_target(
     :class:`TargetTimeout` or :class:`TargetError` (whatever the target itself raised is wrapped)."""
 
     async def once() -> Any:
+        # as the SDK calls it: the conversation and the session state only, so a callback declared
+        # (messages, session_state=None) works as well as the full (messages, stream, session_state, context)
+        kwargs: dict[str, Any] = {"session_state": session_state}
+        if context is not None:
+            kwargs["context"] = context
         if _is_async(target):
-            return await target(messages, stream=False, session_state=session_state, context=context)
-        result = await asyncio.to_thread(
-            target, messages, stream=False, session_state=session_state, context=context
-        )
+            return await target(messages, **kwargs)
+        result = await asyncio.to_thread(target, messages, **kwargs)
         return await result if inspect.isawaitable(result) else result
 
     try:

@@ -232,3 +232,22 @@ def test_conversations_with_a_target_error_still_evaluate(
     # only the answered conversations have a severity
     scores = [r.get("outputs.violence.violence_score") for r in rows]
     assert sum(isinstance(v, (int, float)) and v == v for v in scores) == QA_TOTAL - 1  # NaN != NaN
+
+
+def test_callbacks_as_the_sdk_calls_them_minimal_and_synchronous(config: dict[str, str]) -> None:
+    seen_states: list[Any] = []
+
+    async def minimal(messages: dict[str, Any], session_state: Any = None) -> dict[str, Any]:
+        seen_states.append(session_state)
+        messages["messages"].append({"role": "assistant", "content": "ok"})
+        return {"messages": messages["messages"], "session_state": {"n": len(seen_states)}}
+
+    def synchronous(messages: dict[str, Any], session_state: Any = None) -> dict[str, Any]:
+        return {"messages": [*messages["messages"], {"role": "assistant", "content": "sync ok"}]}
+
+    out = simulate(config, scenario="conversation", max_conversation_turns=2, max_simulation_results=1,
+                   randomization_seed=0, target=minimal)
+    assert [m["content"] for m in out[0]["messages"] if m["role"] == "assistant"] == ["ok", "ok"]
+    assert seen_states == [None, {"n": 1}]  # the session state a reply returns goes to the next call
+    out = simulate(config, scenario="qa", max_simulation_results=2, randomization_seed=0, target=synchronous)
+    assert all(i["messages"][-1]["content"] == "sync ok" for i in out)
