@@ -3,7 +3,8 @@
 One target serves two callers:
 
 - the simulators and the red-team runner talk to it through the compatible SDK's async callback
-  protocol: ``await target(messages, stream=False, session_state=None, context=None)`` where
+  protocol: declared ``async def target(messages, stream=False, session_state=None, context=None)``
+  and called ``await target(messages, session_state=...)`` as the SDK calls it, where
   ``messages`` is ``{"messages": [{"role", "content"}, ...], "template_parameters": {...}}``, and the
   reply is a dict whose ``messages`` list ends with the assistant's message (``{"role": "assistant",
   "content": ..., "context": ...}``), optionally with ``session_state`` and ``context`` beside it;
