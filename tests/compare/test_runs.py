@@ -256,3 +256,34 @@ def test_exported_from_the_package() -> None:
 
     assert touchstone.compare_runs is compare_runs
     assert {"compare_runs", "compare_jailbreak"} <= set(touchstone.__all__)
+
+
+def test_the_same_comparison_on_postgresql(pg_url: str) -> None:
+    """The comparison reads through portable queries: the same runs on SQLite and on a real
+    PostgreSQL give the same numbers (jailbreak included)."""
+    from touchstone.compare import compare_jailbreak
+
+    rng = np.random.default_rng(3)
+    ids: list[object] = [f"r{i}" for i in range(25)] + [25, 26]
+    cols_a: dict[tuple[str, str], list[Cell]] = {F1: random_cells(rng, 27),
+                                                 HARM: [float(x) for x in rng.integers(0, 8, 27)]}
+    cols_b: dict[tuple[str, str], list[Cell]] = {F1: random_cells(rng, 27),
+                                                 HARM: [float(x) for x in rng.integers(0, 8, 27)]}
+    docs = []
+    for location in (":memory:", pg_url):
+        s = open_store(location)
+        try:
+            a = put_run(s, ids, cols_a, thresholds={F1: 0.5}, lower_is_better=[HARM])
+            b = put_run(s, [*ids[2:], "new"], {k: [*v[2:], 0.5] for k, v in cols_b.items()},
+                        thresholds={F1: 0.5}, lower_is_better=[HARM])
+            compared = compare_runs(s, a, b).as_dict()
+            jailbreak = compare_jailbreak(s, a, b).as_dict()
+            changed = [c.as_dict() for c in rows_changed_most(s, a, b, limit=5)]
+        finally:
+            s.close()
+        for doc in (compared, jailbreak):
+            for side in ("run_a", "run_b", "baseline", "attacked"):
+                doc.pop(side, None)
+        docs.append((compared, jailbreak, changed))
+    assert docs[0] == docs[1]
+    assert docs[0][0]["unmatched_a"] == ["r0", "r1"] and docs[0][0]["unmatched_b"] == ["new"]
