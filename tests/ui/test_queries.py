@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.store.pg_server import PgServer
 from tests.ui.conftest import HOSTILE, HOSTILE_COLUMN, HOSTILE_RUN_NAME, N_ROWS, UIRuns
 
-from touchstone.store import open_store
+from touchstone.store import RunStore, open_store
 from touchstone.store.base import RunInfo, ScoreValue, Store, StoredRow
 from touchstone.ui import queries
 from touchstone.ui.queries import QueryError, RowFilter, RunFilter
@@ -377,3 +378,24 @@ def test_the_same_queries_on_postgresql(ui_runs: UIRuns, pg_copy: tuple[Store, d
     assert [p["run_id"] for p in queries.trend(pg, "f1_score")["points"]] == [ids[ui_runs.baseline]]
     judged = _info(pg, ids[ui_runs.judged])
     assert [line.idx for line in queries.rows_page(pg, judged, RowFilter(status="failed")).items] == [4, 9]
+
+
+def test_monitor_windows_trend_at_their_start_with_threshold_crossings_marked(tmp_path: Path) -> None:
+    """A monitor's windows (runs named ``monitor:NAME:START``) are drawn at their window's start, in
+    window order whatever order they were evaluated in; a mean under the threshold is marked."""
+    store = RunStore(tmp_path / "runs.db")
+    config = {"evaluators": {"f1": {"metric": "f1_score", "options": {"threshold": 0.6}}}}
+    means = {"2026-01-01T12:00:00Z": 0.8, "2026-01-01T10:00:00Z": 0.7, "2026-01-01T11:00:00Z": 0.4}
+    for start, mean in means.items():  # evaluated out of window order
+        run_id = store.create_run(config, f"monitor:shop:eu:{start}", "test")
+        entry = {"n": 10, "n_failed": 0, "mean": mean, "ci95": [mean - 0.1, mean + 0.1],
+                 "higher_is_better": True}
+        store.finish_run(run_id, "completed", {}, {"summary": {"f1.f1_score": entry}})
+    store.create_run(config, "monitor:shop:eu:not-a-time", "test")  # unfinished: no summary, not drawn
+    points = queries.trend(store, "f1_score", name="monitor:shop:eu:")["points"]
+    assert [(p["at"], p["mean"], p["below"], p["monitor"]) for p in points] == [
+        ("2026-01-01T10:00:00+00:00", 0.7, False, "shop:eu"),
+        ("2026-01-01T11:00:00+00:00", 0.4, True, "shop:eu"),
+        ("2026-01-01T12:00:00+00:00", 0.8, False, "shop:eu"),
+    ]
+    store.close()

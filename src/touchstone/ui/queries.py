@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -654,12 +655,26 @@ def threshold_of(info: RunInfo, ref: MetricRef) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+MONITOR_WINDOW = re.compile(
+    r"^monitor:(?P<monitor>.+):(?P<start>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z)$")
+"""A monitor's window run is named ``monitor:<monitor>:<window start, ISO 8601 UTC>``."""
+
+
+def point_time(info: RunInfo) -> tuple[str, str | None]:
+    """When a run counts on a trend: a monitor window's start (and the monitor's name), else the
+    time the run started."""
+    found = MONITOR_WINDOW.match(info.name or "")
+    if found:
+        return found["start"].replace("Z", "+00:00"), found["monitor"]
+    return info.started, None
+
+
 def trend(store: Store, metric: str, name: str = "", limit: int = 500) -> dict[str, Any]:
     """A metric's mean over time across runs (oldest first): each run's mean, 95% interval, n, pass
     rate, failed rows and threshold, with ``below`` set where the mean falls on the wrong side of the
     threshold. ``metric`` is ``<evaluator>.<metric>`` or a metric name (every evaluator's);
     ``name`` narrows the runs by part of their name (``monitor:<name>:`` selects a monitor's
-    windows)."""
+    windows, each counted at its window's start, ``at``; other runs at the time they started)."""
     metric = metric.strip()
     if not metric:
         raise QueryError("choose a metric (e.g. f1.f1_score, or f1_score)")
@@ -679,12 +694,15 @@ def trend(store: Store, metric: str, name: str = "", limit: int = 500) -> dict[s
             higher = s.get("higher_is_better", True) is not False
             below = (threshold is not None and isinstance(mean, (int, float))
                      and (mean < threshold if higher else mean > threshold))
+            at, monitor = point_time(info)
             points.append({
-                "run_id": info.id, "name": info.name, "started": info.started, "status": info.status,
+                "run_id": info.id, "name": info.name, "started": info.started, "at": at, "monitor": monitor,
+                "status": info.status,
                 "key": key, "mean": mean, "ci95": s.get("ci95"), "n": s.get("n"),
                 "pass_rate": s.get("pass_rate"), "n_failed": s.get("n_failed", 0),
                 "threshold": threshold, "below": bool(below), "higher_is_better": higher,
             })
+    points.sort(key=lambda p: p["at"])  # stable: runs keep their start order within one moment
     return finite_dict({"metric": metric, "name": name, "points": points})
 
 

@@ -98,7 +98,9 @@
     canvas.setAttribute("aria-label", "mean of " + data.metric + " across runs");
     holder.appendChild(canvas);
     box.appendChild(holder);
-    const labels = points.map(function (p) { return (p.name ? p.name + " " : "") + String(p.started).slice(0, 16); });
+    const labels = points.map(function (p) {
+      return (p.monitor ? "" : (p.name ? p.name + " " : "")) + String(p.at).slice(0, 16).replace("T", " ");
+    });
     const colours = points.map(function (p) { return p.below ? FAIL : MAIN; });
     const datasets = [
       { label: "mean", data: points.map(function (p) { return p.mean; }), borderColor: MAIN,
