@@ -314,12 +314,14 @@ def compare_runs(
     both means over the pairs, the mean difference B - A with its paired percentile-bootstrap
     interval at level ``1 - alpha`` (``n_boot`` resamples), the paired permutation p-value of the
     mean difference (the verdict's test) and Wilcoxon's signed-rank p-value, McNemar's exact test
-    on the pass flags when the metric has a threshold, and Holm's adjustment of the permutation
-    p-values across the metrics. The verdict is "better" or "worse" (by the metric's direction)
-    when the Holm-adjusted p-value is below ``alpha``, else "no detectable difference"; a metric
-    with no pair is "not compared". Raises :class:`~touchstone.compare.matching.UnknownRunError`
-    for a run the store does not have, :class:`~touchstone.errors.InputValidationError` for other
-    bad input."""
+    on the pass flags when the metric has a threshold, and Holm's adjustment over that family of
+    tests (every metric's permutation test and every McNemar test). ``verdict`` is "better" or
+    "worse" (by the metric's direction, from the runs' summaries, else the registry) when the
+    Holm-adjusted permutation p-value is below ``alpha``, else "no detectable difference" ("not
+    compared" without a pair); ``pass_verdict`` is the same for the pass rate by McNemar's test.
+    ``RunComparison.regressions`` lists the metrics worse on either. Raises
+    :class:`~touchstone.compare.matching.UnknownRunError` for a run the store does not have,
+    :class:`~touchstone.errors.InputValidationError` for other bad input."""
     _check_options(alpha, n_boot)
     a, b = load_run(store, run_a), load_run(store, run_b)
     match = match_rows(a, b, match_by)
