@@ -8,9 +8,9 @@ import subprocess
 import sys
 import textwrap
 
-import psycopg
 import pytest
 
+from touchstone.errors import StoreError
 from touchstone.scores import ErrorInfo, Score
 from touchstone.store import Store, StoredRow, open_store
 from touchstone.store.postgres import COPY_FROM, PostgresStore
@@ -155,7 +155,10 @@ def test_unknown_run_and_empty_writes(store_location: str) -> None:
     store.put_rows(run_id, [])
     assert store.count_scores(run_id) == 0 and store.get_scores(run_id) == {}
     assert store.score_keys(run_id) == set()
-    with pytest.raises((sqlite3.IntegrityError, psycopg.errors.ForeignKeyViolation)):
+    with pytest.raises((sqlite3.IntegrityError, StoreError), match=r"(?i)foreign key"):
         store.put_scores("no-such-run", "m", [(0, {}, False, None)])
+    with pytest.raises((sqlite3.Error, StoreError)) as err:
+        store.fetch_all("SELECT colour FROM nowhere WHERE x = ?", (1,))
+    assert "nowhere" in str(err.value)
     assert store.count_scores("no-such-run") == 0
     store.close()

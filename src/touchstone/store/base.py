@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 from touchstone._exceptions import ErrorBlame, ErrorCategory
-from touchstone.errors import ConfigurationError, TouchstoneError
+from touchstone.errors import ConfigurationError, StoreError
 from touchstone.scores import Score, ScoreLine, Status
 
 
@@ -27,10 +27,11 @@ class StoreVersionError(ConfigurationError):
     version knows); nothing was changed in it."""
 
 
-class StoreConnectionError(TouchstoneError, ConnectionError):
-    """The store's server cannot be reached, refused the login, or dropped the connection. The
-    message names the store by its URL without the password; nothing was written by the failed
-    operation. ``touchstone`` commands exit with status 1 on it."""
+class StoreConnectionError(StoreError, ConnectionError):
+    """The store's server cannot be reached, refused the login, or dropped the connection (a
+    :class:`~touchstone.errors.StoreError` and a :class:`ConnectionError`). The message names the
+    store by its URL without the password; nothing was written by the failed operation.
+    ``touchstone`` commands exit with status 1 on it."""
 
     default_category = ErrorCategory.SERVICE_UNAVAILABLE
     default_blame = ErrorBlame.SYSTEM_ERROR

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from touchstone.errors import ConfigurationError
+from touchstone.errors import ConfigurationError, StoreError
 from touchstone.store.base import StoreConnectionError
 from touchstone.store.migrations import pg_migrate, pg_schema_version
 from touchstone.store.sql import POSTGRESQL, SCORE_COLUMNS, VALUE_COLUMNS, Dialect, SqlStore, consecutive
@@ -117,14 +117,22 @@ class PostgresStore(SqlStore):
         with self._lock:
             self._conn.close()
 
+    def _store_error(self, exc: BaseException) -> StoreError:
+        """A driver's error as the store's typed error: the connection's own, or a statement the
+        server refused (the same class SQLite's failures get)."""
+        if isinstance(exc, self._psycopg.OperationalError) or self._conn.closed:
+            return self._connection_error("lost the connection to", exc)
+        reason = scrub(_one_line(str(exc)), self._url) or type(exc).__name__
+        return StoreError(f"cannot use the run store {self.path}: {reason}")
+
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         with self._lock:
             try:
                 with self._conn.transaction(), self._conn.cursor() as cur:
                     yield cur
-            except self._psycopg.OperationalError as exc:
-                raise self._connection_error("lost the connection to", exc) from None
+            except self._psycopg.Error as exc:
+                raise self._store_error(exc) from None
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -132,8 +140,8 @@ class PostgresStore(SqlStore):
                 with self._conn.cursor() as cur:
                     cur.execute(POSTGRESQL.sql(sql), tuple(params))
                     return list(cur.fetchall()) if cur.description is not None else []
-            except self._psycopg.OperationalError as exc:
-                raise self._connection_error("lost the connection to", exc) from None
+            except self._psycopg.Error as exc:
+                raise self._store_error(exc) from None
 
     # ------------------------------------------------------------------ bulk writes
     def _write_scores(
