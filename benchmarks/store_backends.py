@@ -5,7 +5,7 @@ Writes ROWS results of one evaluator, each with LINES typed score lines, (a) in 
 call and (b) in groups of 256 rows (what the engine's group writer sends), then reads the typed
 lines back (``score_values``) and runs one aggregate of the kind the dashboard sends (``fetch_all``).
 
-    python benchmarks/store_backends.py [--rows 100000] [--lines 1] [--url postgresql://...]
+    python benchmarks/store_backends.py [--rows 100000] [--lines 1] [--url postgresql://...] [--no-copy]
 
 Without ``--url`` a throwaway PostgreSQL server is started from /usr/lib/postgresql/*/bin (the test
 suite's helper), with ``fsync=off``: the figures are the store's work, not the disk's.
@@ -24,8 +24,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from touchstone.scores import Score  # noqa: E402
-from touchstone.store import Store, open_store  # noqa: E402
+from touchstone.scores import Score
+from touchstone.store import Store, open_store
 
 
 def _records(rows: int, lines: int) -> list[tuple[Any, ...]]:
@@ -59,16 +59,25 @@ def bench(store: Store, label: str, rows: int, lines: int) -> None:
         (one,),
     ))
     n = rows * lines
-    print(f"{label:<11} one call: {t_one:6.2f} s ({n / t_one:9,.0f} lines/s)   groups of 256: {t_grouped:6.2f} s "
-          f"({n / t_grouped:9,.0f} lines/s)   read back: {t_read:5.2f} s   aggregate: {t_query * 1000:6.1f} ms")
+    print(f"{label:<11} one call: {t_one:6.2f} s ({n / t_one:9,.0f} lines/s)   "
+          f"groups of 256: {t_grouped:6.2f} s ({n / t_grouped:9,.0f} lines/s)   "
+          f"read back: {t_read:5.2f} s   aggregate: {t_query * 1000:6.1f} ms")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--lines", type=int, default=1, help="typed score lines per row")
     parser.add_argument("--url", help="a PostgreSQL store URL (default: start a throwaway server)")
+    parser.add_argument("--no-copy", action="store_true",
+                        help="PostgreSQL without COPY: every write one pipelined executemany upsert")
     args = parser.parse_args()
+    if args.no_copy:
+        import touchstone.store.postgres as pg
+
+        pg.COPY_FROM = 10**12
     print(f"{args.rows:,} rows x {args.lines} score line(s); load average {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
         sqlite_store = open_store(Path(tmp) / "bench.db")
@@ -86,7 +95,7 @@ def main() -> None:
         url = server.url(server.create_database())
     try:
         pg_store = open_store(url)
-        bench(pg_store, "PostgreSQL", args.rows, args.lines)
+        bench(pg_store, "PG no COPY" if args.no_copy else "PostgreSQL", args.rows, args.lines)
         pg_store.close()
     finally:
         if server is not None:
