@@ -87,12 +87,12 @@ def evaluate(
 
     Compatible with ``azure-ai-evaluation``'s ``evaluate()``. On top of it: ``store`` (a
     :class:`~touchstone.store.base.Store`, a path, or a ``postgresql://`` URL; default
-    ``$TOUCHSTONE_STORE`` or ``~/.touchstone/runs.db``, in memory with one warning when that
-    location cannot be used), ``resume`` (a run id whose stored scores are reused), ``progress`` (called with done and total
-    scores), ``workers`` (processes for CPU-bound metrics; default: all cores on large inputs),
-    ``target`` also as an http(s) URL or a :mod:`touchstone.targets` HTTP target (an OpenAI-compatible
-    chat endpoint or a JSON POST: the row's query is sent, ``response`` read back), and
-    ``options`` passed to run hooks (judge settings such as ``concurrency`` or ``cache``).
+    ``$TOUCHSTONE_STORE`` or ``~/.touchstone/runs.db``, in memory with one warning when that location
+    cannot be used), ``resume`` (a run id whose stored scores are reused), ``progress`` (called with
+    done and total scores), ``workers`` (processes for CPU-bound metrics; default: all cores on large
+    inputs), ``target`` also as an http(s) URL or a :mod:`touchstone.targets` HTTP target (an
+    OpenAI-compatible chat endpoint or a JSON POST: the row's query is sent, ``response`` read back),
+    and ``options`` passed to run hooks (judge settings such as ``concurrency`` or ``cache``).
     """
     if not evaluators:
         raise InputValidationError("no evaluators given; pass evaluators={'name': evaluator}")
