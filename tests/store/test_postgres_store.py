@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from tests.store.pg_server import PASSWORD, PgServer
 
-from touchstone.errors import ConfigurationError, TouchstoneError
+from touchstone.errors import ConfigurationError, StoreError, TouchstoneError
 from touchstone.scores import Score
 from touchstone.store import (
     RunStore,
@@ -277,3 +277,15 @@ def test_a_row_written_meanwhile_by_another_process_is_merged_not_an_error(
     assert len(scores) == 100 and {out["by"] for out, _ in scores.values()} == {"bulk"}
     assert len(store.score_values(run_id)) == 100
     store.close()
+
+
+def test_a_user_who_may_not_create_the_tables_gets_one_typed_error(pg_url: str, pg_server: PgServer) -> None:
+    database = pg_url.rsplit("/", 1)[1]
+    reader = f"reader_{database}"  # roles are the server's, not the database's: one name per test
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {reader} LOGIN PASSWORD '{PASSWORD}'")
+        c.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    url = pg_server.url(database).replace("touchstone_test:", f"{reader}:")
+    with pytest.raises(StoreError, match="permission denied") as err:
+        open_store(url)
+    assert PASSWORD not in str(err.value) and f"postgresql://{reader}@" in str(err.value)

@@ -88,9 +88,10 @@ class PostgresStore(SqlStore):
         try:
             with self._lock:
                 pg_migrate(self._conn, self.path)
-        except self._psycopg.OperationalError as exc:
+        except self._psycopg.Error as exc:  # e.g. no right to create the tables: one typed error
+            error = self._store_error(exc)
             self._conn.close()
-            raise self._connection_error("lost the connection to", exc) from None
+            raise error from None
         except BaseException:
             self._conn.close()
             raise
