@@ -7,12 +7,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 from markupsafe import escape
 from starlette.testclient import TestClient
 from tests.ui.conftest import HOSTILE, HOSTILE_COLUMN, HOSTILE_RUN_NAME, N_ROWS, UIRuns
 
+from touchstone.store import RunStore, StoredRow
 from touchstone.ui import create_app
 from touchstone.ui.safety import CONTENT_SECURITY_POLICY
 
@@ -151,3 +153,23 @@ def test_trends_and_distributions_api(client: TestClient, ui_runs: UIRuns) -> No
     assert 'data-chart="trend"' in page and page.count('<td class="key">f1.f1_score</td>') == 2
     dist = client.get(f"/api/runs/{ui_runs.judged}/distributions").json()["metrics"]
     assert {d["key"] for d in dist} >= {"faithfulness.faithfulness", "coherence.coherence"}
+
+
+def test_a_run_still_running_has_pages_without_a_summary(tmp_path: Path) -> None:
+    """A run with scores but no summary yet (running, or stopped early): its metrics come from the
+    typed score lines; the pages say there is no summary."""
+    store = RunStore(tmp_path / "runs.db")
+    run_id = store.create_run({"evaluators": {"f1": {"metric": "f1_score"}}}, "half done", "test")
+    store.put_rows(run_id, [StoredRow(i, None, None, {"response": f"r{i}"}, None, None) for i in range(3)])
+    store.put_scores(run_id, "f1", [(i, {"f1_score": i / 2}, False, None,
+                                     (("f1_score", i / 2, None, "ok", None, None),)) for i in range(3)])
+    with TestClient(create_app(store)) as c:
+        page = c.get(f"/runs/{run_id}")
+        assert page.status_code == 200 and "did not finish" in page.text
+        assert c.get(f"/api/runs/{run_id}").json()["metric_keys"] == ["f1.f1_score"]
+        rows = c.get(f"/api/runs/{run_id}/rows", params={"metric": "f1_score", "min": "0.5"}).json()
+        assert rows["total"] == 2
+        dist = c.get(f"/api/runs/{run_id}/distributions").json()["metrics"]
+        assert [(d["key"], d["n"]) for d in dist] == [("f1.f1_score", 3)]
+        assert c.get("/runs").status_code == 200
+    store.close()
