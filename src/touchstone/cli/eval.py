@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,20 @@ def _run(
             **plan.evaluate_kwargs(),
             **extra,
         )
+
+
+def _executor(kind: str, address: str | None) -> dict[str, Any]:
+    """evaluate()'s ``executor`` argument for --executor/--ray-address (checked before anything runs)."""
+    if kind not in ("local", "ray"):
+        raise ConfigurationError(f"--executor must be 'local' or 'ray', got {kind!r}")
+    if kind == "local":
+        if address is not None and os.environ.get("RAY_ADDRESS") != address:
+            raise ConfigurationError("--ray-address needs --executor ray")
+        return {}
+    from touchstone.engine.ray_executor import RayExecutor, import_ray
+
+    import_ray()  # the install hint before any work
+    return {"executor": RayExecutor(address=address)}
 
 
 def _target(spec: str | None, body: str | None, response_path: str | None) -> Any:
@@ -232,6 +247,15 @@ def eval_command(
     store: str | None = typer.Option(None, "--store", envvar="TOUCHSTONE_STORE", help=STORE_HELP),
     workers: int | None = typer.Option(
         None, "--workers", help="Processes for CPU-bound metrics (default: all cores on large inputs)."
+    ),
+    executor: str = typer.Option(
+        "local", "--executor",
+        help="Where metrics run: 'local' (threads and processes here) or 'ray' (a Ray cluster; "
+        "needs the 'ray' extra of touchstone).",
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", envvar="RAY_ADDRESS",
+        help="The Ray cluster for --executor ray, e.g. 127.0.0.1:6379 (default: a local cluster).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     judge_model: str | None = typer.Option(
@@ -388,7 +412,8 @@ def eval_command(
         app_target = _target(target, target_body, target_response_path)
         run_store = open_run_store(store)
         result = _run(selection.data, plan, name, run_store, workers, quiet, **selection.evaluate_options(),
-                      **({"target": app_target} if app_target is not None else {}))
+                      **({"target": app_target} if app_target is not None else {}),
+                      **_executor(executor, ray_address))
         spending.report_estimate(run_store, result.run["id"], selection)
     except StoreConnectionError as exc:  # the store's server: not the input's fault (exit 1)
         raise fail_store(exc) from None

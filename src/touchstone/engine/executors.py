@@ -3,27 +3,40 @@
 The engine hands an :class:`Executor` two kinds of work: batches of rows for CPU-bound evaluators
 (``score_batch``), and many small async jobs for I/O-bound ones (judge calls), run with a bounded
 number in flight. :class:`LocalExecutor` runs batches in a worker thread, or in a process pool on
-large inputs, and async jobs on the running event loop; a Ray executor implements the same protocol.
+large inputs, and async jobs on the running event loop; :class:`~touchstone.engine.ray_executor.RayExecutor`
+implements the same protocol on a Ray cluster (:func:`make_executor` picks one).
 
 Spawn-safe and without module-global state in the parent: the process pool's workers receive the
 run's records once, through the pool's initializer (inherited without a copy under ``fork``,
-pickled once per worker under ``spawn``), and chunks of rows are sent as row indices.
+pickled once per worker under ``spawn``), and chunks of rows are sent as row indices. A worker
+exits when the process that started the pool dies (``PR_SET_PDEATHSIG`` on Linux, a watchdog
+thread polling the parent elsewhere): a killed run leaves no worker behind.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import multiprocessing
 import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
 
 from touchstone.data.loaders import Record
+from touchstone.engine.context import current_usage
+from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import Evaluator
 from touchstone.scores import Outcome, ScoreLine
 from touchstone.store.base import score_lines
 from touchstone.store.sqlite import encode_outputs
+
+if TYPE_CHECKING:
+    from touchstone.engine.ray_executor import RayExecutor
 
 Plan = tuple[tuple[str, tuple[str, ...]], ...]
 """For an evaluator whose inputs are plain columns: ``(input, candidate columns)`` lookups."""
@@ -58,6 +71,11 @@ class Executor(Protocol):
         """Run async jobs with at most ``concurrency`` in progress."""
         ...
 
+    async def ascore(self, ev: Evaluator, inputs: dict[str, Any]) -> tuple[Outcome, dict[str, Any]]:
+        """``ev.ascore(inputs)`` for an I/O-bound evaluator, with the usage its model calls
+        accounted (calls, tokens, cache hits)."""
+        ...
+
     def close(self) -> None:
         ...
 
@@ -74,7 +92,7 @@ class LocalExecutor:
                 max_workers=processes,
                 mp_context=multiprocessing.get_context(method),
                 initializer=_init_worker,
-                initargs=(list(records),),
+                initargs=(list(records), os.getpid()),
             )
 
     async def score_batch(self, ev: Evaluator, rows: list[dict[str, Any]]) -> list[Outcome]:
@@ -96,10 +114,45 @@ class LocalExecutor:
 
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
 
+    async def ascore(self, ev: Evaluator, inputs: dict[str, Any]) -> tuple[Outcome, dict[str, Any]]:
+        return await score_with_usage(ev, inputs)
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+
+
+ExecutorChoice = Union[str, "RayExecutor", None]
+"""What ``evaluate(executor=...)`` takes: ``None`` or ``"local"``, ``"ray"``, or a configured
+:class:`~touchstone.engine.ray_executor.RayExecutor`."""
+
+
+def make_executor(
+    choice: ExecutorChoice, records: Sequence[Record], options: Mapping[str, Any], *, processes: int = 0
+) -> Executor:
+    """The executor ``choice`` names, for a run over ``records`` (``options``: the run's judge
+    settings, which remote judge workers need to open their own sessions)."""
+    if choice is None or choice == "local":
+        return LocalExecutor(records, processes=processes)
+    from touchstone.engine.ray_executor import RayExecutor
+
+    if choice == "ray":
+        return RayExecutor().bind(records, options)
+    if isinstance(choice, RayExecutor):
+        return choice.bind(records, options)
+    raise ConfigurationError(f"executor must be 'local', 'ray' or a RayExecutor, got {choice!r}")
+
+
+async def score_with_usage(ev: Evaluator, inputs: dict[str, Any]) -> tuple[Outcome, dict[str, Any]]:
+    """``ev.ascore(inputs)`` inside a fresh usage context; the Outcome and what its calls used."""
+    usage: dict[str, Any] = {}
+    token = current_usage.set(usage)
+    try:
+        out = await ev.ascore(inputs)
+    finally:
+        current_usage.reset(token)
+    return out, usage
 
 
 def default_processes(requested: int | None, pending_rows: int, threshold: int) -> int:
@@ -114,9 +167,36 @@ _WORKER_RECORDS: list[Record] = []
 """The run's records inside a worker process (set once by the pool's initializer)."""
 
 
-def _init_worker(records: list[Record]) -> None:
+def _init_worker(records: list[Record], parent: int) -> None:
     global _WORKER_RECORDS
     _WORKER_RECORDS = records
+    exit_with_parent(parent)
+
+
+PR_SET_PDEATHSIG = 1
+PARENT_POLL_SECONDS = 0.5
+
+
+def exit_with_parent(parent: int) -> None:
+    """Make this process end when ``parent`` dies: the kernel's parent-death signal on Linux (set
+    here, then the parent checked once, as it may have died before), elsewhere a daemon thread that
+    notices the process being re-parented."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+                if os.getppid() != parent:
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass  # no prctl: fall back to polling
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="touchstone-parent-watch", daemon=True).start()
 
 
 def direct_inputs(plan: Plan, data: Mapping[str, Any]) -> dict[str, Any]:

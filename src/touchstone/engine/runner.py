@@ -26,14 +26,15 @@ from touchstone.data.kinds import check_value
 from touchstone.data.loaders import DataSource, Record, load_records
 from touchstone.data.mapping import ALIASES, Ref, evaluator_mappings
 from touchstone.data.validation import evaluator_inputs, validate_records
-from touchstone.engine.context import RunContext, current_usage, run_hooks
+from touchstone.engine.context import RunContext, run_hooks
 from touchstone.engine.executors import (
     Executor,
-    LocalExecutor,
+    ExecutorChoice,
     Plan,
     WireRow,
     default_processes,
     direct_inputs,
+    make_executor,
 )
 from touchstone.engine.frame import sdk_input, sdk_metrics, sdk_rows
 from touchstone.engine.result import EvaluationResult, own_aggregators
@@ -81,6 +82,7 @@ def evaluate(
     resume: str | None = None,
     progress: ProgressCallback | None = None,
     workers: int | None = None,
+    executor: ExecutorChoice = None,
     **options: Any,
 ) -> EvaluationResult:
     """Evaluate ``data`` (a JSONL/CSV/Parquet path, a DataFrame or a list of dicts) with ``evaluators``.
@@ -90,8 +92,10 @@ def evaluate(
     ``$TOUCHSTONE_STORE`` or ``~/.touchstone/runs.db``, in memory with one warning when that location
     cannot be used), ``resume`` (a run id whose stored scores are reused), ``progress`` (called with
     done and total scores), ``workers`` (processes for CPU-bound metrics; default: all cores on large
-    inputs), ``target`` also as an http(s) URL or a :mod:`touchstone.targets` HTTP target (an
-    OpenAI-compatible chat endpoint or a JSON POST: the row's query is sent, ``response`` read back),
+    inputs), ``executor`` (``"local"``, ``"ray"`` or a
+    :class:`~touchstone.engine.ray_executor.RayExecutor`: where metrics run), ``target`` also as an
+    http(s) URL or a :mod:`touchstone.targets` HTTP target (an OpenAI-compatible chat endpoint or a
+    JSON POST: the row's query is sent, ``response`` read back),
     and ``options`` passed to run hooks (judge settings such as ``concurrency`` or ``cache``).
     """
     if not evaluators:
@@ -124,7 +128,7 @@ def evaluate(
         run_id = run_store.create_run(config, evaluation_name, __version__)
 
     ctx = RunContext(run_id=run_id, store=run_store, evaluators=evs, options=dict(options))
-    runner = _Runner(ctx, records, evs, mappings, target, progress, workers)
+    runner = _Runner(ctx, records, evs, mappings, target, progress, workers, executor)
     try:
         if _in_running_loop():  # e.g. called from a notebook: run on a private loop in a thread
             _run_in_thread(runner.execute)
@@ -256,8 +260,10 @@ class _Runner:
         target: Callable[..., Any] | None,
         progress: ProgressCallback | None,
         workers: int | None,
+        executor: ExecutorChoice = None,
     ) -> None:
         self.ctx = ctx
+        self.executor_choice = executor
         self.store: Store = ctx.store
         self.records = records
         self.evs = evs
@@ -378,8 +384,9 @@ class _Runner:
         pending = sum(len(todo[n]) for n in evs)
         if not pending:
             return
-        executor = LocalExecutor(
-            self.records, processes=default_processes(self.workers, pending, PARALLEL_MIN_ROWS)
+        executor = make_executor(
+            self.executor_choice, self.records, self.ctx.options,
+            processes=default_processes(self.workers, pending, PARALLEL_MIN_ROWS),
         )
         try:
             for name, ev in evs.items():
@@ -466,12 +473,10 @@ class _Runner:
         async def job(i: int, name: str) -> None:
             ev = self.evs[name]
             inputs = self.inputs_for(name, i)
-            usage: dict[str, Any] = {}
-            token = current_usage.set(usage)
-            try:
-                out = await ev.ascore(inputs) if isinstance(inputs, dict) else ev.failure(inputs)
-            finally:
-                current_usage.reset(token)
+            if isinstance(inputs, dict):
+                out, usage = await executor.ascore(ev, inputs)
+            else:
+                out, usage = ev.failure(inputs), {}
             if usage and out.scores:
                 out.scores[0].usage = usage
             writer.add(name, (i, out, out.failed, usage or None, out.scores))
@@ -480,11 +485,12 @@ class _Runner:
 
         writer = _GroupWriter(self.store, self.ctx.run_id)
         flusher = asyncio.create_task(writer.every(FLUSH_SECONDS))
-        executor = LocalExecutor(self.records)
+        executor = make_executor(self.executor_choice, self.records, self.ctx.options)
         try:
             jobs = (functools.partial(job, i, n) for i, n in queue)
             await executor.run_jobs(jobs, min(n_workers, len(queue)))
         finally:
+            executor.close()
             flusher.cancel()
             writer.flush()  # also when the run stops early: nothing that was scored is lost
 
