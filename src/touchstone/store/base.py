@@ -229,3 +229,9 @@ class Store(Protocol):
         one per item of ``params``; each backend translates the placeholders to its own. Values come
         back as the backend keeps them (JSON columns as text, ``passed`` as 0/1)."""
         ...
+
+    def execute_many(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
+        """Run one write statement (portable SQL with ``?`` placeholders, as :meth:`fetch_all`) once
+        per item of ``rows``, in one transaction; nothing when ``rows`` is empty. For the tables
+        outside runs (annotations, feedback); runs, rows and scores are written by the methods above."""
+        ...

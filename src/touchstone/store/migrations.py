@@ -110,6 +110,55 @@ V3 = (
 )
 """Version 3: replacing a result's typed lines is done by the writer, not by a trigger."""
 
+V4 = (
+    # Annotation tasks (people/annotations.py): a task, its items (what the annotator sees, with the
+    # system names kept server-side), and the answers, one per (item, annotator, dimension).
+    """CREATE TABLE IF NOT EXISTS annotation_tasks (
+    id TEXT PRIMARY KEY,
+    name TEXT,
+    kind TEXT NOT NULL,
+    dimensions TEXT NOT NULL,
+    source TEXT,
+    created TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS annotation_items (
+    task_id TEXT NOT NULL REFERENCES annotation_tasks(id) ON DELETE CASCADE,
+    item INTEGER NOT NULL,
+    run_id TEXT,
+    idx INTEGER,
+    row_key TEXT,
+    data TEXT NOT NULL,
+    PRIMARY KEY (task_id, item)
+)""",
+    """CREATE TABLE IF NOT EXISTS annotations (
+    task_id TEXT NOT NULL,
+    item INTEGER NOT NULL,
+    annotator TEXT NOT NULL,
+    dimension TEXT NOT NULL,
+    value REAL,
+    choice TEXT,
+    created TEXT NOT NULL,
+    PRIMARY KEY (task_id, item, annotator, dimension)
+)""",
+    # Feedback from production (people/feedback.py), linked to an interaction by its id; the time
+    # index serves the per-window aggregates, the interaction index the joins with a run's rows.
+    """CREATE TABLE IF NOT EXISTS feedback (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    interaction_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    value REAL,
+    text TEXT,
+    session_id TEXT,
+    user_id TEXT,
+    created TEXT NOT NULL,
+    received TEXT NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS feedback_interaction ON feedback (interaction_id)",
+    "CREATE INDEX IF NOT EXISTS feedback_created ON feedback (created)",
+)
+"""Version 4: people in the loop: annotation tasks, items and answers, and production feedback."""
+
+
 @dataclass(frozen=True)
 class PerDialect:
     """One statement written per backend, where the portable text and :func:`statements_for`'s
@@ -121,7 +170,7 @@ class PerDialect:
 
 Statement: TypeAlias = "str | PerDialect"
 
-MIGRATIONS: tuple[tuple[Statement, ...], ...] = (V1, V2, V3)
+MIGRATIONS: tuple[tuple[Statement, ...], ...] = (V1, V2, V3, V4)
 """Every step, oldest first; the newest schema version is ``len(MIGRATIONS)``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

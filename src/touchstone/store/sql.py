@@ -267,6 +267,15 @@ class SqlStore(ABC):
         """The rows of one read-only query (portable SQL, ``?`` placeholders), as tuples."""
         return self._query(sql, tuple(params))
 
+    def execute_many(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
+        """One write statement (portable SQL, ``?`` placeholders) run once per item of ``rows``, all
+        in one transaction: the people-in-the-loop tables' writes (annotations, feedback)."""
+        lines = [tuple(r) for r in rows]
+        if not lines:
+            return
+        with self._tx() as c:
+            c.executemany(self.dialect.sql(sql), lines)
+
 
 def _run_info(row: Sequence[Any]) -> RunInfo:
     return RunInfo(
