@@ -13,6 +13,7 @@ that cannot be used raises :class:`~touchstone.errors.ConfigurationError` instea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -23,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
-from touchstone.errors import ConfigurationError
+from touchstone.errors import ConfigurationError, StoreError
 from touchstone.errors import describe_os_error as _reason
 from touchstone.store.base import (
     RunInfo,
@@ -69,7 +70,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     """Open (creating the folder and the file when missing) and bring the schema forward."""
     if path != MEMORY:
         path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+    conn = sqlite3.connect(path, check_same_thread=False, timeout=BUSY_TIMEOUT)
     try:
         if path != MEMORY:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -122,12 +123,20 @@ class RunStore(SqlStore):
             return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
 
     def _open_explicit(self, path: Path) -> sqlite3.Connection:
+        if path != MEMORY and path.is_dir():
+            raise ConfigurationError(
+                f"the run store {path} is a folder; expected a SQLite file (e.g. {path / 'runs.db'})"
+            )
         try:
             return _connect(path)
         except StoreVersionError:
             raise
-        except (OSError, sqlite3.Error) as exc:
-            raise ConfigurationError(f"cannot use the run store {path}: {_reason(exc)}") from exc
+        except sqlite3.Error as exc:
+            if _is_busy(exc) or _is_full(exc):  # the store is fine, the moment or the disk is not
+                raise store_error(path, exc) from None
+            raise ConfigurationError(f"cannot use the run store {path}: {_sqlite_reason(exc)}") from None
+        except OSError as exc:
+            raise ConfigurationError(f"cannot use the run store {path}: {_reason(exc)}") from None
 
     def _open_default(self) -> tuple[Path, sqlite3.Connection]:
         where = "~/.touchstone/runs.db"
@@ -158,13 +167,19 @@ class RunStore(SqlStore):
             try:
                 yield self._conn
                 self._conn.commit()
-            except BaseException:
-                self._conn.rollback()
+            except BaseException as exc:
+                with contextlib.suppress(sqlite3.Error):  # a failed rollback must not hide the cause
+                    self._conn.rollback()
+                if isinstance(exc, sqlite3.Error):
+                    raise store_error(self.path, exc) from None
                 raise
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
-            return [tuple(r) for r in self._conn.execute(sql, tuple(params)).fetchall()]
+            try:
+                return [tuple(r) for r in self._conn.execute(sql, tuple(params)).fetchall()]
+            except sqlite3.Error as exc:
+                raise store_error(self.path, exc) from None
 
     def _write_scores(
         self, c: Any, run_id: str, evaluator: str, json_rows: list[tuple[Any, ...]],
@@ -174,6 +189,42 @@ class RunStore(SqlStore):
         c.executemany(SQLITE.upsert("scores", SCORE_COLUMNS, ()), json_rows)
         if typed_rows:
             c.executemany(SQLITE.upsert("score_values", VALUE_COLUMNS, ()), typed_rows)
+
+
+BUSY_TIMEOUT = 30
+"""Seconds a write waits for another process's lock on the store before it fails."""
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _is_full(exc: sqlite3.Error) -> bool:
+    return "disk is full" in str(exc).lower() or getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"
+
+
+def _sqlite_reason(exc: sqlite3.Error) -> str:
+    text = str(exc).lower()
+    if "not a database" in text or "malformed" in text:
+        return f"the file is damaged or not a touchstone store ({exc})"
+    if "readonly" in text or "read-only" in text:
+        return "it is read-only (check the permissions of the file and of its folder)"
+    if "unable to open" in text:
+        return "the file cannot be opened or created (check that its folder exists and is writable)"
+    return str(exc)
+
+
+def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    """One clear :class:`~touchstone.errors.StoreError` for an SQLite failure on the store ``path``."""
+    if _is_busy(exc):
+        return StoreError(
+            f"the run store {path} is locked by another process (waited {BUSY_TIMEOUT} s); try again "
+            "when it is done, or pass another --store"
+        )
+    if _is_full(exc):
+        return StoreError(f"cannot write to the run store {path}: the disk is full")
+    return StoreError(f"cannot use the run store {path}: {_sqlite_reason(exc)}")
 
 
 def _delete_typed(c: sqlite3.Connection, run_id: str, evaluator: str, indices: list[int]) -> None:
