@@ -45,6 +45,14 @@ class JudgeClient:
     def __repr__(self) -> str:
         return f"JudgeClient({self.config!r})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent to another process (a Ray worker): the standalone sessions stay with their loops here.
+        return {**self.__dict__, "_standalone": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._standalone = weakref.WeakKeyDictionary()
+
     @property
     def model(self) -> str:
         """The model (or Azure deployment) name."""
