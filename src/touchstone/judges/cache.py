@@ -16,6 +16,7 @@ later run finds them); a path given explicitly (``$TOUCHSTONE_CACHE`` or a confi
 from __future__ import annotations
 
 import array
+import contextlib
 import hashlib
 import json
 import os
@@ -68,6 +69,18 @@ class CacheLocationWarning(UserWarning):
     """The default cache location cannot be used; replies are cached in memory only."""
 
 
+class CacheFailureWarning(UserWarning):
+    """The cache failed while in use (damaged, full disk): the run goes on without it."""
+
+
+_BROKEN_WARNED: set[str] = set()
+
+
+def _is_damaged(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text or "disk is full" in text
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     if path != MEMORY:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -102,6 +115,8 @@ class JudgeCache:
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self._lock = threading.Lock()
+        self.broken = False
+        """The cache failed once and is no longer read or written (see :meth:`_disable`)."""
         home = _home_default()
         if path is None:
             path = default_cache_path()
@@ -109,7 +124,13 @@ class JudgeCache:
         try:
             self.path = MEMORY if str(path) == ":memory:" else Path(path).expanduser()
             self._conn = _connect(self.path)
-        except (OSError, RuntimeError, sqlite3.Error) as exc:  # RuntimeError: no home directory
+        except sqlite3.DatabaseError as exc:
+            if not _is_damaged(exc):
+                raise ConfigurationError(f"cannot use the judge cache {self.path}: {_reason(exc)}") from None
+            self._disable(exc)  # a damaged cache costs judge calls, never rows
+            self.path = MEMORY
+            self._conn = _connect(MEMORY)
+        except (OSError, RuntimeError) as exc:  # RuntimeError: no home directory
             if home is None or Path(path) != home:
                 raise ConfigurationError(f"cannot use the judge cache {self.path}: {_reason(exc)}") from exc
             where = str(self.path)
@@ -133,20 +154,54 @@ class JudgeCache:
         with self._lock:
             self._conn.close()
 
-    def get_chat(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._conn.execute("SELECT reply FROM chat WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def put_chat(self, key: str, model: str, reply: dict[str, Any]) -> None:
-        text = json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO chat (key, model, reply, created) VALUES (?, ?, ?, ?)",
-                (key, model, text, _now()),
+    def _disable(self, exc: BaseException) -> None:
+        """The cache failed (damaged file, full disk, lost permission): warn once and go on without
+        it. It is an optimisation: a row never fails because of it."""
+        self.broken = True
+        where = str(self.path)
+        if where not in _BROKEN_WARNED:
+            _BROKEN_WARNED.add(where)
+            warnings.warn(
+                f"the judge cache {where} cannot be used ({_reason(exc)}); going on without it "
+                "(judge calls are made as if nothing were cached)",
+                CacheFailureWarning,
+                stacklevel=3,
             )
 
+    def get_chat(self, key: str) -> dict[str, Any] | None:
+        if self.broken:
+            return None
+        try:
+            with self._lock:
+                row = self._conn.execute("SELECT reply FROM chat WHERE key = ?", (key,)).fetchone()
+            return json.loads(row[0]) if row else None
+        except (sqlite3.Error, ValueError, TypeError) as exc:
+            self._disable(exc)
+            return None
+
+    def put_chat(self, key: str, model: str, reply: dict[str, Any]) -> None:
+        if self.broken:
+            return
+        text = json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
+        try:
+            with self._lock:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO chat (key, model, reply, created) VALUES (?, ?, ?, ?)",
+                    (key, model, text, _now()),
+                )
+        except sqlite3.Error as exc:
+            self._disable(exc)
+
     def get_embeddings(self, keys: Sequence[str]) -> dict[str, list[float]]:
+        if self.broken:
+            return {}
+        try:
+            return self._get_embeddings(keys)
+        except (sqlite3.Error, ValueError) as exc:
+            self._disable(exc)
+            return {}
+
+    def _get_embeddings(self, keys: Sequence[str]) -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}
         with self._lock:
             for start in range(0, len(keys), 500):
@@ -161,6 +216,14 @@ class JudgeCache:
         return out
 
     def put_embeddings(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> None:
+        if self.broken:
+            return
+        try:
+            self._put_embeddings(model, items)
+        except sqlite3.Error as exc:
+            self._disable(exc)
+
+    def _put_embeddings(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> None:
         stamp = _now()
         rows = [(key, model, array.array("d", vec).tobytes(), stamp) for key, vec in items]
         with self._lock:
@@ -172,7 +235,8 @@ class JudgeCache:
                 )
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
                 raise
 
     def count(self) -> int:
