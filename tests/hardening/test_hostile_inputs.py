@@ -104,6 +104,20 @@ def _control_path(folder: Path) -> Path:
     return path
 
 
+def _utf16(folder: Path) -> Path:
+    path = folder / "utf16.jsonl"
+    path.write_bytes('{"response": "r", "ground_truth": "g"}\n'.encode("utf-16"))
+    return path
+
+
+def _gzip(folder: Path) -> Path:
+    import gzip
+
+    path = folder / "rows.csv"
+    path.write_bytes(gzip.compress(b"response,ground_truth\nr,g\n"))
+    return path
+
+
 def _directory(folder: Path) -> Path:
     path = folder / "data.jsonl"
     path.mkdir()
@@ -118,6 +132,8 @@ GENERATED: dict[str, tuple[Callable[[Path], Path], tuple[str, ...]]] = {
     "markup in the path": (_markup_path, ("a[/x]/rows[red]x[/red].jsonl", "ground_truth")),
     "controls in the path": (_control_path, ("\\x1b[2J", "\\x9b", "\\u202e", "ground_truth")),
     "a directory": (_directory, ("directory",)),
+    "UTF-16 text": (_utf16, ("utf16.jsonl", "UTF-16")),
+    "a gzip file named .csv": (_gzip, ("rows.csv", "gzip")),
     "a missing file with markup": (lambda folder: folder / "[/x] missing.jsonl", ("[/x] missing.jsonl",)),
 }
 

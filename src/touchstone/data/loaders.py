@@ -97,12 +97,27 @@ def _check_regular_file(path: Path) -> None:
 
 
 def _read_bytes(path: Path) -> bytes:
-    """The file's bytes; a file that cannot be read (permissions, an I/O error) is a Problem."""
+    """The file's bytes; a file that cannot be read (permissions, an I/O error) or that is UTF-16
+    (a byte-order mark) or compressed is one Problem rather than one per line."""
     try:
-        return path.read_bytes()
+        raw = path.read_bytes()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise InputValidationError([Problem(str(path), None, None, f"cannot read: {reason}")]) from None
+    found = next((what for magic, what in _NOT_TEXT if raw.startswith(magic)), None)
+    if found is not None:
+        raise InputValidationError(
+            [Problem(str(path), None, None, f"the file is {found}; expected UTF-8 text")]
+        )
+    return raw
+
+
+_NOT_TEXT = (
+    (b"\xff\xfe", "UTF-16 or UTF-32 text (save it as UTF-8)"),
+    (b"\xfe\xff", "UTF-16 text (save it as UTF-8)"),
+    (b"\x1f\x8b", "gzip-compressed (decompress it first)"),
+    (b"PK\x03\x04", "a zip archive (extract it first)"),
+)
 
 
 def _load_list(data: Sequence[Any], source: str, *, in_file: bool = False) -> list[Record]:
