@@ -73,4 +73,7 @@ def json_dumps(value: Any, **kwargs: Any) -> str:
     safe to ``cat``. Those characters only occur inside JSON strings, so replacing them in the
     encoded text is exact."""
     kwargs.setdefault("ensure_ascii", False)
-    return _JSON_UNSAFE.sub(_json_escape, json.dumps(value, **kwargs))
+    text = json.dumps(value, **kwargs)
+    if text.isascii() and "\x7f" not in text:  # the common case, checked at C speed
+        return text
+    return _JSON_UNSAFE.sub(_json_escape, text)
