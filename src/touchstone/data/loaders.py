@@ -180,9 +180,29 @@ def _row_problem(data: Mapping[str, Any], source: str, line: int) -> Problem | N
     return Problem(source, line, field or None, message)
 
 
+_SCALARS = (int, float, bool, type(None))
+
+
+def _plainly_fine(data: Mapping[str, Any]) -> bool:
+    """A row of scalars and texts without surrogates (most rows): nothing to walk. ASCII text cannot
+    hold a surrogate, and ``isascii`` is checked at C speed."""
+    for key, value in data.items():
+        if type(value) is str:
+            if not value.isascii() and _SURROGATE.search(value):
+                return False
+        elif type(value) not in _SCALARS:
+            return False
+        if type(key) is str and not key.isascii() and _SURROGATE.search(key):
+            return False
+    return True
+
+
 def _checked(records: list[Record]) -> list[Record]:
     """Records from Python objects (a list of dicts, a DataFrame) checked as files are."""
-    problems = [p for r in records if (p := _row_problem(r.data, r.source, r.line)) is not None]
+    problems = [
+        p for r in records
+        if not _plainly_fine(r.data) and (p := _row_problem(r.data, r.source, r.line)) is not None
+    ]
     if problems:
         raise InputValidationError(problems)
     return records
