@@ -11,9 +11,13 @@ The summary is made from the Scores; building the result writes nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import hashlib
 import inspect
+import json
 import os
+import socket
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -111,17 +115,14 @@ def evaluate(
     mappings = evaluator_mappings(list(evs), evaluator_config)
     validate_records(records, evs, mappings, has_target=target is not None)
 
+    retry = _retry_kinds(options.pop("retry_failed", None))
     run_store = open_store(store)
     config = _run_config(data, evs, evaluator_config, target, evaluation_name, options)
     config["n_rows"] = len(records)
+    config["fingerprint"] = run_fingerprint(records, config)
+    config["process"] = {"pid": os.getpid(), "host": socket.gethostname()}
     if resume:
-        info = run_store.get_run(resume)
-        if info is None:
-            raise ConfigurationError(f"no run {resume!r} in the store {run_store.path}")
-        if info.config.get("n_rows") != len(records):
-            raise ConfigurationError(
-                f"run {resume} was over {info.config.get('n_rows')} rows; this data has {len(records)}"
-            )
+        _check_resume(run_store, resume, config)
         run_id = resume
         run_store.set_status(run_id, "running")
     else:
@@ -129,13 +130,17 @@ def evaluate(
 
     ctx = RunContext(run_id=run_id, store=run_store, evaluators=evs, options=dict(options))
     runner = _Runner(ctx, records, evs, mappings, target, progress, workers, executor)
+    runner.retry = retry if resume else frozenset()
     try:
         if _in_running_loop():  # e.g. called from a notebook: run on a private loop in a thread
             _run_in_thread(runner.execute)
         else:
             asyncio.run(runner.execute())
-    except KeyboardInterrupt:
-        run_store.set_status(run_id, "interrupted")
+    except KeyboardInterrupt as exc:
+        with contextlib.suppress(Exception):  # the store may be what failed
+            runner.flush()
+            run_store.set_status(run_id, "interrupted")
+        exc.run_id = run_id  # type: ignore[attr-defined]  # the command line prints how to resume
         raise
     except RunAbortedError as exc:
         # Every remaining call would fail the same way: what was scored is kept, the rest is counted
@@ -148,7 +153,8 @@ def evaluate(
         exc.result = result  # type: ignore[attr-defined]
         raise
     except BaseException:
-        run_store.set_status(run_id, "failed")
+        with contextlib.suppress(Exception):  # a broken store must not hide the first error
+            run_store.set_status(run_id, "failed")
         raise
 
     result = build_result(
@@ -160,6 +166,66 @@ def evaluate(
     if fail_on_evaluator_errors and result.n_failed:
         raise EvaluationFailedError(_failure_message(result, run_id), target=ErrorTarget.EVAL_RUN)
     return result
+
+
+RETRIED_BY_DEFAULT = frozenset({"judge_call", "aborted", "transient", "rate_limit"})
+"""Error kinds of stored failed scores that a resumed run scores again by default: failures of the
+moment (a judge outage, a run stopped early), not of the row."""
+
+
+def _retry_kinds(choice: Any) -> frozenset[str]:
+    """Which stored failures a resume scores again: ``None``/``"transient"`` the failures of the moment
+    (:data:`RETRIED_BY_DEFAULT`), ``True``/``"all"`` every failed score, ``False``/``"none"`` none."""
+    if choice is None or choice == "transient":
+        return RETRIED_BY_DEFAULT
+    if choice is True or choice == "all":
+        return frozenset({"*"})
+    if choice is False or choice == "none":
+        return frozenset()
+    raise ConfigurationError(f"retry_failed must be 'transient', 'all' or 'none', got {choice!r}")
+
+
+def run_fingerprint(records: list[Record], config: Mapping[str, Any]) -> dict[str, str]:
+    """Hashes of the rows' data and of the evaluator configuration (metrics, their options, column
+    mapping), kept in the run's config: a resume over other data or other metrics is refused."""
+    data = hashlib.sha256()
+    for rec in records:
+        data.update(json.dumps(rec.data, sort_keys=True, default=_opaque).encode("utf-8", "surrogatepass"))
+        data.update(b"\n")
+    setup = {key: config.get(key) for key in ("evaluators", "evaluator_config", "target")}
+    evaluators = hashlib.sha256(json.dumps(setup, sort_keys=True, default=_opaque).encode())
+    return {"data": data.hexdigest(), "evaluators": evaluators.hexdigest()}
+
+
+def _opaque(value: Any) -> str:
+    """An object JSON cannot hold, by its type only (its repr may hold a memory address)."""
+    return f"<{type(value).__qualname__}>"
+
+
+def _check_resume(run_store: Store, resume: str, config: Mapping[str, Any]) -> None:
+    """Refuse to resume a run that is missing, or was over other rows, data or metrics."""
+    info = run_store.get_run(resume)
+    if info is None:
+        raise ConfigurationError(f"no run {resume!r} in the store {run_store.path}")
+    n_rows = config["n_rows"]
+    if info.config.get("n_rows") != n_rows:
+        raise ConfigurationError(
+            f"run {resume} was over {info.config.get('n_rows')} rows; this data has {n_rows}"
+        )
+    stored = info.config.get("fingerprint")
+    if not isinstance(stored, dict):
+        return  # stored by a version without fingerprints: the row count is all there is to check
+    ours = config["fingerprint"]
+    if stored.get("data") != ours["data"]:
+        raise ConfigurationError(
+            f"run {resume} was scored on other data than {config.get('data')} (same {n_rows} rows, "
+            "different contents): resuming would mix scores of different inputs; start a new run instead"
+        )
+    if stored.get("evaluators") != ours["evaluators"]:
+        raise ConfigurationError(
+            f"run {resume} was scored with another evaluator configuration (metrics, options or column "
+            "mapping): resume it with its own settings, or start a new run"
+        )
 
 
 def _failure_message(result: EvaluationResult, run_id: str) -> str:
@@ -275,6 +341,9 @@ class _Runner:
         self.scores: dict[tuple[int, str], tuple[Outcome, dict[str, Any] | None]] = {}
         """Outcomes produced by this call (as stored), so the result needs no read-back of the store."""
         self._plans: dict[str, Plan] = {}
+        self.retry: frozenset[str] = frozenset()
+        """Error kinds of stored failed scores to score again (``"*"``: all)."""
+        self._writer: _GroupWriter | None = None
         self.done = 0
         self.total = 0
 
@@ -283,7 +352,7 @@ class _Runner:
             for hook in run_hooks():
                 await stack.enter_async_context(hook(self.ctx))
             await self._run_target()
-            stored = self.store.score_keys(self.ctx.run_id)
+            stored = self.store.score_keys(self.ctx.run_id) - self._to_retry()
             todo = {
                 name: [i for i in range(len(self.records)) if (i, name) not in stored] for name in self.evs
             }
@@ -293,6 +362,21 @@ class _Runner:
             sync = {n: ev for n, ev in self.evs.items() if not ev.is_async}
             asynchronous = {n: ev for n, ev in self.evs.items() if ev.is_async}
             await asyncio.gather(self._run_sync(sync, todo), self._run_async(asynchronous, todo))
+
+    def _to_retry(self) -> set[tuple[int, str]]:
+        """The stored failed scores a resume scores again (their error kind is in :attr:`retry`)."""
+        if not self.retry:
+            return set()
+        everything = "*" in self.retry
+        return {
+            (sv.idx, sv.evaluator) for sv in self.store.score_values(self.ctx.run_id)
+            if sv.evaluator in self.evs and not sv.ok and (everything or (sv.error_kind or "") in self.retry)
+        }
+
+    def flush(self) -> None:
+        """Write what waits to be written (the run is stopping)."""
+        if self._writer is not None:
+            self._writer.flush()
 
     def _tick(self, n: int) -> None:
         self.done += n
@@ -483,7 +567,7 @@ class _Runner:
             self.scores[i, name] = (out, usage or None)
             self._tick(1)
 
-        writer = _GroupWriter(self.store, self.ctx.run_id)
+        writer = self._writer = _GroupWriter(self.store, self.ctx.run_id)
         flusher = asyncio.create_task(writer.every(FLUSH_SECONDS))
         executor = make_executor(self.executor_choice, self.records, self.ctx.options)
         try:
