@@ -352,7 +352,8 @@ def _read_csv_rows(
             values[key] = _maybe_json(cell) if key in STRUCTURED_FIELDS else cell
         if all(v == "" for v in values.values()):
             continue
-        problem = _row_problem(values, source, line)  # JSON cells may hold escapes and nesting
+        # JSON cells may hold escapes and nesting
+        problem = None if _plainly_fine(values) else _row_problem(values, source, line)
         if problem is not None:
             problems.append(problem)
             continue
