@@ -34,7 +34,8 @@ def test_likert_task_from_a_run_answers_progress_export_import(any_store: Store)
     assert [(r["row"], r["idx"], r["annotator"], r["dimension"], r["value"]) for r in rows] == [
         ("q3", 3, "ann1", "fluency", 5), ("q3", 3, "ann1", "my own", 2), ("q3", 3, "ann2", "fluency", 1)]
     other = an.create_task_from_run(any_store, run, ["fluency", "my own"], indices=[3])
-    assert an.import_rows(any_store, other.id, [{**r, "item": 0, "value": str(r["value"])} for r in rows]) == 3
+    again = [{**r, "item": 0, "value": str(r["value"])} for r in rows]
+    assert an.import_rows(any_store, other.id, again) == 3
     assert an.answers_of(any_store, other.id, "ann2") == [(0, "ann2", "fluency", 1.0)]
 
 
@@ -65,7 +66,8 @@ def test_order_is_stable_per_annotator_and_differs_between_annotators() -> None:
 
 def test_pairwise_task_hides_systems_and_stores_answers_in_original_terms(sqlite_store: Store) -> None:
     a = make_run(sqlite_store, "system-alpha", ROWS)
-    b = make_run(sqlite_store, "system-beta", [{**r, "response": "B says " + r["response"]} for r in ROWS[::-1]])
+    reversed_rows = [{**r, "response": "B says " + r["response"]} for r in ROWS[::-1]]
+    b = make_run(sqlite_store, "system-beta", reversed_rows)
     task = an.create_task_from_run(sqlite_store, a, against=b)
     assert task.kind == "pairwise" and task.dimensions == ("overall",)
     items = an.items_of(sqlite_store, task.id)
@@ -93,7 +95,8 @@ def test_task_from_dataset_records_and_from_the_queue(sqlite_store: Store) -> No
     pair = an.create_task_from_records(sqlite_store, [
         {"query": "q", "response_a": "x", "response_b": "y", "model_a": "m1", "model_b": "m2"}])
     assert pair.kind == "pairwise"
-    likert = an.create_task_from_records(sqlite_store, [{"question": "q", "answer": "x", "id": "k"}], ["fluency"])
+    likert = an.create_task_from_records(sqlite_store, [{"question": "q", "answer": "x", "id": "k"}],
+                                         ["fluency"])
     assert an.items_of(sqlite_store, likert.id)[0].row_key == "k"
     with pytest.raises(an.AnnotationError, match="response_b"):
         an.create_task_from_records(sqlite_store, [{"query": "q", "response_a": "x"}])
@@ -108,7 +111,7 @@ def test_task_from_dataset_records_and_from_the_queue(sqlite_store: Store) -> No
     assert [i.idx for i in an.items_of(sqlite_store, task.id)] == [7]
     with pytest.raises(an.AnnotationError, match="no row 99"):
         an.create_task_from_run(sqlite_store, run, indices=[99])
-    assert [t.id for t, _, _ in an.list_tasks(sqlite_store)][0] in {task.id, pair.id, likert.id}
+    assert {t.id for t, _, _ in an.list_tasks(sqlite_store)} == {task.id, pair.id, likert.id}
 
 
 def test_a_conversation_row_shows_its_earlier_turns_as_the_query() -> None:

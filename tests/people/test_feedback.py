@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from tests.people.conftest import make_run
 
+from touchstone.errors import InputValidationError
 from touchstone.people import feedback as fb
 from touchstone.store.base import Store
 
@@ -62,7 +63,7 @@ def test_valid_events_are_normalised() -> None:
 def test_feedback_is_stored_aggregated_and_joined_to_rows(any_store: Store) -> None:
     rows = [{"id": f"q{i}", "query": f"question {i}", "response": f"answer {i}"} for i in range(4)]
     run = make_run(any_store, "prod", rows, {"coherence": [(5.0, {}), (4.0, {}), (2.0, {}), (1.0, {})]})
-    events = [
+    events: list[dict[str, Any]] = [
         {"interaction_id": "q0", "kind": "thumbs_up", "created": "2026-11-23T10:01:00Z"},
         {"interaction_id": "q1", "kind": "thumbs_up", "created": "2026-11-23T10:02:00Z"},
         {"interaction_id": "q2", "kind": "thumbs_down", "created": "2026-11-23T10:30:00Z"},
@@ -88,7 +89,7 @@ def test_feedback_is_stored_aggregated_and_joined_to_rows(any_store: Store) -> N
     assert second.judge_mean == pytest.approx((1 + 4) / 2) and third.judge_mean is None
     days = fb.aggregate(any_store, "day", since="2026-11-23", until="2026-11-23")
     assert [w.start for w in days] == ["2026-11-23"] and days[0].interactions == 4
-    with pytest.raises(fb.InputValidationError):
+    with pytest.raises(InputValidationError):
         fb.aggregate(any_store, "fortnight")
 
     columns = fb.run_feedback(any_store, run)
@@ -97,7 +98,7 @@ def test_feedback_is_stored_aggregated_and_joined_to_rows(any_store: Store) -> N
     assert columns[1]["task_completion"] == 1.0 and not columns[1]["user_failure"]
     assert fb.filter_rows(any_store, run, "user_failure", minimum=1) == [2, 3]
     assert fb.filter_rows(any_store, run, "thumbs_up") == [0, 1]
-    with pytest.raises(fb.InputValidationError):
+    with pytest.raises(InputValidationError):
         fb.filter_rows(any_store, run, "mood")
 
 

@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import entropy
 from tests.people.conftest import make_run
 
+from touchstone.errors import InputValidationError
 from touchstone.people import feedback as fb
 from touchstone.people import queue as q
 from touchstone.store.base import Store
@@ -72,7 +73,7 @@ def test_planted_items_come_first_within_the_budget() -> None:
     assert all(by_idx[i].disagreement == 1.0 for i in disputed)
     assert all(by_idx[i].priority < 0.2 for i in by_idx if i not in planted)
     assert q.rank(items, budget=0) == []
-    with pytest.raises(q.InputValidationError):
+    with pytest.raises(InputValidationError):
         q.rank(items, budget=-1)
 
 
@@ -94,8 +95,9 @@ def test_judge_against_users_counts_as_disagreement() -> None:
 
 
 def test_queue_from_a_stored_run_with_logprob_distributions_and_feedback(sqlite_store: Store) -> None:
-    sure = {"score_mode": "logprobs", "score_probabilities": {"1": 0.0, "2": 0.0, "3": 0.0, "4": 0.01, "5": 0.99}}
-    torn = {"score_mode": "logprobs", "score_probabilities": {"1": 0.2, "2": 0.2, "3": 0.2, "4": 0.2, "5": 0.2}}
+    sure = {"score_mode": "logprobs",
+            "score_probabilities": {"1": 0.0, "2": 0.0, "3": 0.0, "4": 0.01, "5": 0.99}}
+    torn = {"score_mode": "logprobs", "score_probabilities": {str(k): 0.2 for k in range(1, 6)}}
     rows = [{"id": f"q{i}", "query": f"q{i}", "response": f"a{i}"} for i in range(8)]
     values = [(4.99, {"coherence_threshold": 3, "coherence_properties": sure}) for _ in range(8)]
     values[6] = (3.0, {"coherence_threshold": 3, "coherence_properties": torn})
