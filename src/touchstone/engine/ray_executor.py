@@ -139,11 +139,14 @@ class RayExecutor:
 
     def _start_actors(self) -> None:
         ray = self._ray
-        self._limiter = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(LimiterActor).remote()
+        # named, so that a restarted judge worker finds it again by name
+        name = f"touchstone-limiter-{uuid.uuid4().hex}"
+        limiter = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(LimiterActor)
+        self._limiter = limiter.options(name=name).remote()
         worker = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1, scheduling_strategy="SPREAD")(
             JudgeWorker
         )
-        self._actors = [worker.remote(self._options, self._limiter) for _ in range(self.judge_workers)]
+        self._actors = [worker.remote(self._options, name) for _ in range(self.judge_workers)]
 
     def _send(self) -> None:
         if self._timer is not None:
@@ -316,11 +319,13 @@ class JudgeWorker:
     """An async Ray actor scoring judge metrics with its own judge session, whose backends take their
     concurrency slots from the cluster's limiter actor."""
 
-    def __init__(self, options: Mapping[str, Any], limiter: Any) -> None:
+    def __init__(self, options: Mapping[str, Any], limiter: str) -> None:
+        import ray
+
         from touchstone.judges.config import JudgeSettings
 
         self._settings = JudgeSettings.from_options(dict(options))
-        self._limiter = limiter
+        self._limiter = ray.get_actor(limiter)
         self._session: Any = None
         self._evaluators: dict[str, Evaluator] = {}
 
@@ -335,7 +340,10 @@ class JudgeWorker:
                     backend = super().backend(config)
                     local = backend.limiter
                     if not isinstance(local, RemoteLimiter):
-                        remote = RemoteLimiter(limiter, config.session_key(), local.maximum, local.adaptive)
+                        # the key without its last part, the identity of a token provider object,
+                        # which differs from process to process: one limit per server and model
+                        key = config.session_key().rsplit("|", 1)[0]
+                        remote = RemoteLimiter(limiter, key, local.maximum, local.adaptive)
                         backend.limiter = remote  # type: ignore[assignment]  # same interface
                     return backend
 

@@ -1,0 +1,199 @@
+"""The Ray executor on a real local cluster (``ray start --head`` on 127.0.0.1, two CPUs, started once
+for the module and stopped at its end): the same rows and metrics as the local executor for lexical
+and judge metrics, the judge's concurrency kept under the fake server's cap across both judge
+workers (one cluster-wide limit), and a judge worker killed mid-run loses no row."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.fakes.judge_eval import ToyJudgeEvaluator, toy_judge_handler
+from tests.fakes.openai_server import FakeOpenAIServer
+
+from touchstone import (
+    BleuScoreEvaluator,
+    ExactMatchEvaluator,
+    F1ScoreEvaluator,
+    RunStore,
+    evaluate,
+)
+
+ray = pytest.importorskip("ray")
+
+from touchstone.engine.ray_executor import RayExecutor  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+RAY = Path(sys.executable).with_name("ray")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The address of a two-CPU Ray cluster on 127.0.0.1; the driver (this process) connected."""
+    port = free_port()
+    temp = Path("/tmp") / f"rt{os.getpid()}"  # Ray's socket paths must stay short
+    # no token authentication: the cluster is this test's own, on this machine
+    auth = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
+    # --block: the head's processes end with this one, so stopping it touches no other Ray on the machine
+    head = subprocess.Popen(
+        [str(RAY), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
+         "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={temp}", "--disable-usage-stats"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    address = f"127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                ray.init(address=address, log_to_driver=False)
+                break
+            except Exception:  # the head is still starting
+                if time.monotonic() > deadline or head.poll() is not None:
+                    raise
+                time.sleep(1)
+        yield address
+    finally:
+        ray.shutdown()
+        stop_cluster(head, temp)
+        if auth is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = auth
+
+
+def stop_cluster(head: subprocess.Popen[bytes], temp: Path) -> None:
+    """End the head's process group and any process of this cluster outside it (found by its
+    temporary directory): only this test's processes, never another Ray on the machine."""
+    os.killpg(head.pid, signal.SIGKILL)
+    head.wait()
+    marker = str(temp).encode()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "cmdline").read_bytes():
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except OSError:
+                continue
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+def text_rows(n: int, seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "far", "blue", "Sky", "sky."]
+
+    def sentence() -> str:
+        return " ".join(rng.choice(words) for _ in range(rng.randint(0, 9)))
+
+    rows = []
+    for i in range(n):
+        truth = sentence()
+        response = truth if rng.random() < 0.2 else sentence()
+        rows.append({"query": f"question {i}", "response": response, "ground_truth": truth})
+    return rows
+
+
+def comparable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in row.items() if "duration" not in k} for row in rows]
+
+
+def test_lexical_metrics_same_as_local(cluster: str, tmp_path: Path) -> None:
+    rows = text_rows(3000, seed=7)
+
+    def evs() -> dict[str, Any]:
+        return {"f1": F1ScoreEvaluator(), "em": ExactMatchEvaluator(), "bleu": BleuScoreEvaluator()}
+
+    local = evaluate(data=rows, evaluators=evs(), store=tmp_path / "a.db")
+    remote = evaluate(data=rows, evaluators=evs(), store=tmp_path / "b.db",
+                      executor=RayExecutor(address=cluster))
+    assert remote.rows == local.rows
+    assert remote.metrics == local.metrics
+    assert remote.summary == local.summary
+
+
+def judge(server: FakeOpenAIServer) -> ToyJudgeEvaluator:
+    return ToyJudgeEvaluator({"model": "fake-judge", "base_url": server.base_url, "api_key": "sk-x"})
+
+
+def test_judge_metric_same_as_local_within_the_servers_cap(
+    cluster: str, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.handler = toy_judge_handler
+    fake_openai.latency = 0.02
+    fake_openai.max_concurrency = 8
+    rows = text_rows(400, seed=11)
+    local = evaluate(data=rows, evaluators={"judge": judge(fake_openai)}, store=tmp_path / "a.db",
+                     cache=False, concurrency=8)
+    fake_openai.reset()
+    remote = evaluate(data=rows, evaluators={"judge": judge(fake_openai)}, store=tmp_path / "b.db",
+                      cache=False, concurrency=8, executor=RayExecutor(address=cluster, judge_workers=2))
+    assert comparable(remote.rows) == comparable(local.rows)
+    assert remote.metrics == local.metrics
+    assert remote.run["status"] == "completed"
+    # two workers, one limit of 8: the server was never asked for more than it takes
+    assert fake_openai.rejected_busy <= 1
+    assert fake_openai.max_active <= 8
+
+
+def judge_worker_pids() -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if cmdline.startswith(b"ray::JudgeWorker"):
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_judge_worker_killed_mid_run_loses_no_row(
+    cluster: str, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.handler = toy_judge_handler
+    fake_openai.latency = 0.02
+    rows = text_rows(600, seed=3)
+    killed: list[int] = []
+
+    def kill_one() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            pids = judge_worker_pids()
+            if pids and fake_openai.count >= 100:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_one, daemon=True)
+    killer.start()
+    result = evaluate(data=rows, evaluators={"judge": judge(fake_openai)}, store=tmp_path / "r.db",
+                      cache=False, concurrency=16, executor=RayExecutor(address=cluster))
+    killer.join()
+    assert killed, "no judge worker was seen to kill"
+    assert result.run["status"] == "completed"
+    assert len(result.rows) == len(rows)
+    stored = RunStore(tmp_path / "r.db").get_scores(result.run["id"])
+    assert len(stored) == len(rows)
+    expected = evaluate(data=rows, evaluators={"judge": judge(fake_openai)}, store=tmp_path / "l.db",
+                        cache=False, concurrency=16)
+    assert comparable(result.rows) == comparable(expected.rows)
