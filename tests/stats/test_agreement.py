@@ -52,7 +52,9 @@ def test_fleiss_equals_statsmodels(trial: int) -> None:
     rng = np.random.default_rng(100 + trial)
     subjects, raters, k = int(rng.integers(2, 40)), int(rng.integers(2, 7)), int(rng.integers(2, 5))
     truth = rng.integers(0, k, subjects)
-    ratings = [[int(t) if rng.random() < 0.7 else int(rng.integers(0, k)) for _ in range(raters)] for t in truth]
+    ratings = [
+        [int(t) if rng.random() < 0.7 else int(rng.integers(0, k)) for _ in range(raters)] for t in truth
+    ]
     table, _ = fleiss_table(ratings)
     expected = sm_fleiss(table)
     got = fleiss_kappa(table)
@@ -80,9 +82,13 @@ def alpha_by_definition(data: np.ndarray, level: str) -> float:
         lo, hi = min(c, k), max(c, k)
         return (sum(count[g] for g in domain if lo <= g <= hi) - (count[c] + count[k]) / 2) ** 2
 
-    d_o = sum(
-        sum(d2(u[i], u[j]) for i, j in itertools.permutations(range(len(u)), 2)) / (len(u) - 1) for u in units
-    ) / n
+    d_o = (
+        sum(
+            sum(d2(u[i], u[j]) for i, j in itertools.permutations(range(len(u)), 2)) / (len(u) - 1)
+            for u in units
+        )
+        / n
+    )
     d_e = sum(d2(pooled[i], pooled[j]) for i, j in itertools.permutations(range(n), 2)) / (n * (n - 1))
     return 1 - d_o / d_e
 
@@ -93,12 +99,16 @@ def test_alpha_equals_definition_and_package(trial: int, level: str) -> None:
     rng = np.random.default_rng(200 + trial)
     raters, units = int(rng.integers(2, 5)), int(rng.integers(3, 15))
     truth = rng.integers(1, 6, units)
-    data = np.where(rng.random((raters, units)) < 0.7, truth, rng.integers(1, 6, (raters, units))).astype(float)
+    data = np.where(rng.random((raters, units)) < 0.7, truth, rng.integers(1, 6, (raters, units))).astype(
+        float
+    )
     data[rng.random((raters, units)) < 0.25] = np.nan
     data[:, 0] = [1.0, 2.0] + [np.nan] * (raters - 2)  # at least two distinct pairable values
     got = krippendorff_alpha(data, level)  # type: ignore[arg-type]
     assert got == pytest.approx(alpha_by_definition(data, level), abs=1e-10)
-    assert got == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement=level), abs=1e-10)
+    assert got == pytest.approx(
+        krippendorff.alpha(reliability_data=data, level_of_measurement=level), abs=1e-10
+    )
 
 
 def test_alpha_perfect_and_degenerate() -> None:
@@ -119,7 +129,9 @@ def test_judge_vs_people_values_and_intervals() -> None:
     for est in got.values():
         assert est.lower is not None and est.upper is not None and est.value is not None
         assert est.lower <= est.value + 1e-9 and est.value <= est.upper + 1e-9
-    assert judge_vs_people(judge, people, bootstrap=50, seed=3) == judge_vs_people(judge, people, bootstrap=50, seed=3)
+    assert judge_vs_people(judge, people, bootstrap=50, seed=3) == judge_vs_people(
+        judge, people, bootstrap=50, seed=3
+    )
 
 
 def test_agreement_rounding() -> None:

@@ -21,7 +21,9 @@ from touchstone.stats.pairwise import (
 )
 
 
-def random_battles(rng: np.random.Generator, theta: np.ndarray, n_battles: int, tie_rate: float = 0.1) -> list[tuple[str, str, float]]:
+def random_battles(
+    rng: np.random.Generator, theta: np.ndarray, n_battles: int, tie_rate: float = 0.1
+) -> list[tuple[str, str, float]]:
     n = len(theta)
     battles = []
     for _ in range(n_battles):

@@ -6,13 +6,16 @@ import sys
 
 import typer
 
+from touchstone.cli.calibrate import calibrate_command
 from touchstone.cli.common import err
 from touchstone.cli.compare import compare_command
 from touchstone.cli.eval import eval_command
 from touchstone.cli.jailbreak import jailbreak_command
 from touchstone.cli.metrics import metrics_command
 from touchstone.cli.monitor import monitor_command
+from touchstone.cli.pairwise import pairwise_command
 from touchstone.cli.presets import presets_command
+from touchstone.cli.rank import rank_command
 from touchstone.cli.redteam import redteam_command
 from touchstone.cli.runs import runs_command
 from touchstone.cli.show import show_command
@@ -27,12 +30,15 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.command("calibrate")(calibrate_command)
 app.command("compare")(compare_command)
 app.command("eval")(eval_command)
 app.command("jailbreak")(jailbreak_command)
 app.command("metrics")(metrics_command)
 app.command("monitor")(monitor_command)
+app.command("pairwise")(pairwise_command)
 app.command("presets")(presets_command)
+app.command("rank")(rank_command)
 app.command("redteam")(redteam_command)
 app.command("runs")(runs_command)
 app.command("show")(show_command)

@@ -107,13 +107,13 @@ def distance(level: Level, values: NDArray[np.float64], n_c: NDArray[np.float64]
     if level == "nominal":
         return 1.0 - np.eye(k)
     if level == "interval":
-        return (values[:, None] - values[None, :]) ** 2
+        return np.asarray((values[:, None] - values[None, :]) ** 2, dtype=np.float64)
     if level == "ordinal":
         cum = np.concatenate([[0.0], np.cumsum(n_c)])
         i, j = np.indices((k, k))
         lo, hi = np.minimum(i, j), np.maximum(i, j)
         between = cum[hi + 1] - cum[lo]  # Σ n_g for g from the lower to the higher value, both included
-        return (between - (n_c[i] + n_c[j]) / 2) ** 2
+        return np.asarray((between - (n_c[i] + n_c[j]) / 2) ** 2, dtype=np.float64)
     raise ValueError(f"krippendorff_alpha: level must be nominal, ordinal or interval, got {level!r}")
 
 
@@ -182,7 +182,12 @@ JUDGE_STATISTICS: dict[str, Callable[[NDArray[np.float64], NDArray[np.float64]],
 
 
 def judge_vs_people(
-    judge: ArrayLike, people: ArrayLike, *, bootstrap: int = 1000, seed: int | None = 0, confidence: float = 0.95
+    judge: ArrayLike,
+    people: ArrayLike,
+    *,
+    bootstrap: int = 1000,
+    seed: int | None = 0,
+    confidence: float = 0.95,
 ) -> dict[str, Estimate]:
     """Each statistic of :data:`JUDGE_STATISTICS` between the judge's values and the people's (one
     consensus value per row), with a percentile bootstrap interval over rows (resampled with
@@ -202,5 +207,7 @@ def judge_vs_people(
         if value is None or len(draws) == 0:
             result[name] = Estimate(value, None, None)
         else:
-            result[name] = Estimate(value, float(np.quantile(draws, alpha)), float(np.quantile(draws, 1 - alpha)))
+            result[name] = Estimate(
+                value, float(np.quantile(draws, alpha)), float(np.quantile(draws, 1 - alpha))
+            )
     return result

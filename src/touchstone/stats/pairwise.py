@@ -16,7 +16,7 @@ replacement (seeded), the model refitted on each resample.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,8 +54,14 @@ class SystemRating:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "system": self.system, "rating": self.rating, "ci_lower": self.lower, "ci_upper": self.upper,
-            "battles": self.battles, "wins": self.wins, "ties": self.ties, "losses": self.losses,
+            "system": self.system,
+            "rating": self.rating,
+            "ci_lower": self.lower,
+            "ci_upper": self.upper,
+            "battles": self.battles,
+            "wins": self.wins,
+            "ties": self.ties,
+            "losses": self.losses,
             "win_rate": self.win_rate,
         }
 
@@ -72,18 +78,22 @@ class Ranking:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "method": self.method, "n_battles": self.n_battles, "confidence": self.confidence,
+            "method": self.method,
+            "n_battles": self.n_battles,
+            "confidence": self.confidence,
             "options": self.options,
             "systems": [dict(rank=i + 1, **s.as_dict()) for i, s in enumerate(self.systems)],
         }
 
 
 # ------------------------------------------------------------------------------ Bradley–Terry
-def win_matrix(a: NDArray[np.intp], b: NDArray[np.intp], score_a: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+def win_matrix(
+    a: NDArray[np.intp], b: NDArray[np.intp], score_a: NDArray[np.float64], n: int
+) -> NDArray[np.float64]:
     """``W[i, j]``: i's wins over j, ties counted as half a win for each side."""
     w = np.bincount(a * n + b, weights=score_a, minlength=n * n)
     w += np.bincount(b * n + a, weights=1.0 - score_a, minlength=n * n)
-    return w.reshape(n, n)
+    return w.reshape(n, n).astype(np.float64)
 
 
 def _objective(theta: NDArray[np.float64], w: NDArray[np.float64], reg: float) -> float:
@@ -91,7 +101,9 @@ def _objective(theta: NDArray[np.float64], w: NDArray[np.float64], reg: float) -
     return float(np.sum(w * np.logaddexp(0.0, diff)) + reg * np.sum(theta**2))
 
 
-def bt_fit(w: NDArray[np.float64], reg: float = DEFAULT_REG, tol: float = 1e-10, max_iter: int = 200) -> NDArray[np.float64]:
+def bt_fit(
+    w: NDArray[np.float64], reg: float = DEFAULT_REG, tol: float = 1e-10, max_iter: int = 200
+) -> NDArray[np.float64]:
     """Bradley–Terry log-strengths ``θ`` (summing to zero) maximising the ridge-penalised likelihood
     of the win matrix ``w`` (Newton's method with backtracking)."""
     n = w.shape[0]
@@ -118,7 +130,7 @@ def bt_fit(w: NDArray[np.float64], reg: float = DEFAULT_REG, tol: float = 1e-10,
         theta, current = candidate, value
         if float(np.max(np.abs(t * step))) < tol:
             break
-    return theta - theta.mean()
+    return np.asarray(theta - theta.mean(), dtype=np.float64)
 
 
 def to_rating(theta: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -129,7 +141,7 @@ def to_rating(theta: NDArray[np.float64]) -> NDArray[np.float64]:
 # ------------------------------------------------------------------------------ Elo
 def elo_expected(r_a: float, r_b: float) -> float:
     """``E_A = 1 / (1 + 10^((R_B − R_A) / 400))``."""
-    return 1.0 / (1.0 + 10.0 ** ((r_b - r_a) / SCALE))
+    return float(1.0 / (1.0 + 10.0 ** ((r_b - r_a) / SCALE)))
 
 
 def elo_update(r_a: float, r_b: float, score_a: float, k: float) -> tuple[float, float]:
@@ -152,7 +164,7 @@ def elo_run(
 def _anchored(ratings: NDArray[np.float64], index: int | None, value: float | None) -> NDArray[np.float64]:
     if index is None or value is None:
         return ratings
-    return ratings + (value - ratings[index])
+    return np.asarray(ratings + (value - ratings[index]), dtype=np.float64)
 
 
 def rank_battles(
@@ -166,11 +178,13 @@ def rank_battles(
     k: float = 4.0,
     initial: float = BASE_RATING,
     reg: float = DEFAULT_REG,
+    progress: Callable[[], None] | None = None,
 ) -> Ranking:
     """Rate the systems of ``battles`` by Bradley–Terry (``method="bt"``) or online Elo
     (``"elo"``, battles in the order given, K factor ``k``, ``initial`` rating), with percentile
     bootstrap intervals over ``bootstrap`` resamples of the battles (0: none). ``anchor`` maps one
-    system to the rating it is fixed at. Raises ValueError for an unknown method or anchor."""
+    system to the rating it is fixed at; ``progress`` is called after each resample.
+    Raises ValueError for an unknown method or anchor."""
     if method not in ("bt", "elo"):
         raise ValueError(f"unknown ranking method {method!r}; expected 'bt' or 'elo'")
     names = sorted({x for a_, b_, _ in battles for x in (a_, b_)})
@@ -179,7 +193,7 @@ def rank_battles(
     if anchor:
         if len(anchor) != 1:
             raise ValueError("anchor: give exactly one SYSTEM=RATING")
-        (anchor_name, anchor_value), = anchor.items()
+        ((anchor_name, anchor_value),) = anchor.items()
         if anchor_name not in index:
             raise ValueError(f"anchor: no system named {anchor_name!r} in the votes")
         anchor_index = index[anchor_name]
@@ -203,6 +217,8 @@ def rank_battles(
         for r in range(bootstrap):
             pick = rng.integers(0, len(battles), len(battles))
             draws[r] = fit(a[pick], b[pick], s[pick])
+            if progress is not None:
+                progress()
         alpha = (1.0 - confidence) / 2
         lower, upper = np.quantile(draws, alpha, axis=0), np.quantile(draws, 1.0 - alpha, axis=0)
     systems = []
@@ -211,11 +227,18 @@ def rank_battles(
         wins = int(np.sum(s[as_a] == 1.0) + np.sum(s[as_b] == 0.0))
         ties = int(np.sum(s[as_a] == 0.5) + np.sum(s[as_b] == 0.5))
         played = int(np.sum(as_a) + np.sum(as_b))
-        systems.append(SystemRating(
-            name, float(point[i]),
-            None if lower is None else float(lower[i]), None if upper is None else float(upper[i]),
-            played, wins, ties, played - wins - ties,
-        ))
+        systems.append(
+            SystemRating(
+                name,
+                float(point[i]),
+                None if lower is None else float(lower[i]),
+                None if upper is None else float(upper[i]),
+                played,
+                wins,
+                ties,
+                played - wins - ties,
+            )
+        )
     systems.sort(key=lambda x: (-x.rating, x.system))
     options: dict[str, Any] = {"bootstrap": bootstrap, "seed": seed, "anchor": dict(anchor or {})}
     if method == "elo":
