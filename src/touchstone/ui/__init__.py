@@ -38,12 +38,13 @@ def require_ui_packages() -> None:
             raise MissingUIDependency(f"the dashboard needs the {name} package: {INSTALL_HINT}") from exc
 
 
-def create_app(store: Store) -> FastAPI:
-    """The dashboard's FastAPI app over ``store`` (see :mod:`touchstone.ui.app`)."""
+def create_app(store: Store, *, feedback_token: str | None = None) -> FastAPI:
+    """The dashboard's FastAPI app over ``store`` (see :mod:`touchstone.ui.app`); ``feedback_token``
+    protects ``POST /api/feedback`` (see :mod:`touchstone.ui.annotate`)."""
     require_ui_packages()
     from touchstone.ui.app import create_app as build
 
-    return build(store)
+    return build(store, feedback_token=feedback_token)
 
 
 __all__ = ["INSTALL_HINT", "MissingUIDependency", "create_app", "require_ui_packages"]

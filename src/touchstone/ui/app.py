@@ -116,10 +116,11 @@ class Pages:
         return info, detail
 
 
-def create_app(store: Store) -> FastAPI:
+def create_app(store: Store, *, feedback_token: str | None = None) -> FastAPI:
     """The dashboard over ``store`` (any :class:`~touchstone.store.base.Store` with ``fetch_all``:
     SQLite or PostgreSQL). The store is shared by the request threads (stores are thread-safe)
-    and is not closed by the app."""
+    and is not closed by the app. ``feedback_token``: the bearer token ``POST /api/feedback``
+    requires (none: open), see :mod:`touchstone.ui.annotate`."""
     app = FastAPI(title="touchstone", docs_url=None, redoc_url=None, openapi_url=None)
     pages = Pages(store)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
@@ -156,6 +157,9 @@ def create_app(store: Store) -> FastAPI:
     _runs_routes(app, pages)
     _run_routes(app, pages)
     _other_routes(app, pages)
+    from touchstone.ui.annotate import annotation_router  # imported here: it builds on Pages
+
+    app.include_router(annotation_router(pages, feedback_token))
     return app
 
 
