@@ -29,7 +29,11 @@ def simulated_votes(n: int = 400, seed: int = 0) -> list[dict[str, str]]:
         a, b = rng.choice(names, 2, replace=False)
         p = 1 / (1 + np.exp(strength[b] - strength[a]))
         u = rng.random()
-        winner = "tie" if u < 0.1 else ("tie (bothbad)" if u < 0.15 else ("model_a" if rng.random() < p else "model_b"))
+        winner = (
+            "tie"
+            if u < 0.1
+            else ("tie (bothbad)" if u < 0.15 else ("model_a" if rng.random() < p else "model_b"))
+        )
         votes.append({"model_a": str(a), "model_b": str(b), "winner": winner})
     return votes
 
@@ -47,7 +51,7 @@ def test_rank_json_equals_library(tmp_path: Path) -> None:
     doc = json.loads(result.output)
     expected = rank_battles(load_battles(path), bootstrap=50, seed=3)
     assert [s["system"] for s in doc["systems"]] == [s.system for s in expected.systems]
-    assert [s["system"] for s in doc["systems"]][0] == "alpha"
+    assert doc["systems"][0]["system"] == "alpha"
     for got, exp in zip(doc["systems"], expected.systems, strict=True):
         assert got["rating"] == pytest.approx(exp.rating)
         assert got["ci_lower"] <= got["rating"] <= got["ci_upper"]
@@ -60,8 +64,23 @@ def test_rank_csv_table_elo_and_anchor(tmp_path: Path) -> None:
         writer = csv.DictWriter(fh, fieldnames=["model_a", "model_b", "winner"])
         writer.writeheader()
         writer.writerows(simulated_votes(200, seed=1))
-    result = runner.invoke(app, ["rank", str(path), "--method", "elo", "--k", "16", "--bootstrap", "20",
-                                 "--anchor", "beta=1200", "-q"], terminal_width=200)
+    result = runner.invoke(
+        app,
+        [
+            "rank",
+            str(path),
+            "--method",
+            "elo",
+            "--k",
+            "16",
+            "--bootstrap",
+            "20",
+            "--anchor",
+            "beta=1200",
+            "-q",
+        ],
+        terminal_width=200,
+    )
     assert result.exit_code == 0, result.output
     assert "Elo (K=16)" in result.output and "95% CI" in result.output
     assert "[red]delta[/red]" in result.output  # a name with markup is shown as written
@@ -87,8 +106,16 @@ def test_bad_votes_exit_2_naming_line_and_field(tmp_path: Path) -> None:
         load_battles(path)
 
 
-@pytest.mark.parametrize("args", [["--method", "glicko"], ["--k", "0"], ["--bootstrap", "-1"],
-                                  ["--anchor", "nobody=1000"], ["--confidence", "1.5"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--method", "glicko"],
+        ["--k", "0"],
+        ["--bootstrap", "-1"],
+        ["--anchor", "nobody=1000"],
+        ["--confidence", "1.5"],
+    ],
+)
 def test_bad_options_exit_2(tmp_path: Path, args: list[str]) -> None:
     path = write_jsonl(tmp_path / "votes.jsonl", simulated_votes(20))
     result = runner.invoke(app, ["rank", str(path), *args])
