@@ -53,7 +53,7 @@ def judge_by_level(fake: FakeOpenAIServer, shift: dict[int, int] | None = None) 
 
 
 def write_human(
-    path: Path, values: dict[str, list[float]], extra: list[dict[str, object]] | None = None
+    path: Path, values: Mapping[str, Sequence[float]], extra: list[dict[str, object]] | None = None
 ) -> Path:
     with path.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=["row", "annotator", "metric", "value"])
