@@ -92,7 +92,12 @@ def page(browser: Any) -> Iterator[Any]:
     p.set_default_timeout(15_000)
     dialogs: list[str] = []
     errors: list[str] = []
-    p.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def on_dialog(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    p.on("dialog", on_dialog)
     p.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     try:
         yield p
