@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from touchstone._text import json_dumps
+from touchstone.errors import OutputWriteError, describe_os_error
 from touchstone.evaluators.base import Evaluator
 from touchstone.evaluators.custom import CallableEvaluator
 
@@ -70,25 +74,65 @@ class EvaluationResult(dict[str, Any]):
         path = Path(output_path)
         if not path.is_dir() and (path.suffix or path.exists()):
             if path.parent != Path("."):
-                path.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise OutputWriteError(f"cannot create {path.parent}: {describe_os_error(exc)}") from None
             _dump(self.sdk_document(), path)
             return path
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputWriteError(
+                f"cannot create the output folder {path}: {describe_os_error(exc)}"
+            ) from None
         _dump(self.sdk_document(), path / RESULTS_FILE)
-        with (path / "rows.jsonl").open("w", encoding="utf-8") as fh:
+        with _atomic(path / "rows.jsonl") as fh:
             for row in self.rows:
                 fh.write(json_dumps(row, default=str) + "\n")  # C1/bidi as escapes: safe to cat
-        (path / "summary.json").write_text(
-            json_dumps(self.summary_document(), indent=2, default=str), encoding="utf-8"
-        )
+        with _atomic(path / "summary.json") as fh:
+            fh.write(json_dumps(self.summary_document(), indent=2, default=str))
         return path / RESULTS_FILE
 
 
 def _dump(doc: Mapping[str, Any], path: Path) -> None:
     # One line with NaN written as NaN, as the SDK's json.dump gives it; values JSON cannot hold
     # (a date a target returned) as their text rather than a failure after the run.
-    with path.open("w", encoding="utf-8") as fh:
+    with _atomic(path) as fh:
         fh.write(json_dumps(doc, default=str))
+
+
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
+@contextmanager
+def _atomic(path: Path) -> Iterator[TextIO]:
+    """Write ``path`` whole or not at all: into a temporary file beside it, renamed over it once
+    complete. A full disk or a lost permission leaves the old file (or none), never a truncated one,
+    and raises :class:`~touchstone.errors.OutputWriteError` naming the file."""
+    tmp: Path | None = None
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = Path(name)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # as open() would have made it (mkstemp makes it private)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise OutputWriteError(f"cannot write {path}: {describe_os_error(exc)}") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
 
 def own_aggregators(evs: Mapping[str, Evaluator]) -> dict[str, Callable[[Any], Any]]:
