@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from touchstone.stats.aggregators import bootstrap_ci
 
@@ -46,6 +45,9 @@ distribution is summarised by its normal law (its exact mean 0 and variance ``su
 WILCOXON_EXACT_MAX = 50
 """Up to this many non-zero differences the signed-rank p-value is exact (as scipy's ``auto``)."""
 
+# scipy.stats is imported where it is used (ranks, the binomial law): importing it costs seconds,
+# and `import touchstone` loads this module.
+
 # Two statistics closer than this (relative) count as equal: sums of floats in another order differ
 # in the last bits, and an observed statistic must count as "at least as extreme" as itself.
 _REL_TOL = 1e-9
@@ -69,6 +71,11 @@ class McNemarResult:
     statistic: float
     p_value: float
     method: str
+
+
+def _normal_sf_two_sided(z: float) -> float:
+    """``2 (1 - Phi(|z|))``, by the complementary error function (no scipy import)."""
+    return math.erfc(abs(z) / math.sqrt(2))
 
 
 def _as_array(values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -147,7 +154,7 @@ def sign_flip_test(
         p = (1 + hits) / (1 + n_resamples)
         return SignificanceResult(observed, p, f"permutation (Monte Carlo, {n_resamples} resamples)")
     z = total / math.sqrt(float(nz @ nz))
-    return SignificanceResult(observed, float(2 * sps.norm.sf(abs(z))), "permutation (normal approximation)")
+    return SignificanceResult(observed, _normal_sf_two_sided(z), "permutation (normal approximation)")
 
 
 def _subset_sum_distribution(weights: np.ndarray) -> np.ndarray:
@@ -182,7 +189,9 @@ def wilcoxon_signed_rank(
     if m == 0:
         p_none = math.nan if len(d) == 0 else 1.0
         return SignificanceResult(0.0, p_none, "Wilcoxon signed-rank (no non-zero pairs)")
-    ranks = sps.rankdata(np.abs(nz), method="average")
+    from scipy.stats import rankdata
+
+    ranks = rankdata(np.abs(nz), method="average")
     w_plus = float(ranks[nz > 0].sum())
     if m <= exact_max:
         doubled = np.rint(2 * ranks).astype(int)
@@ -197,7 +206,7 @@ def wilcoxon_signed_rank(
     mean = m * (m + 1) / 4
     var = m * (m + 1) * (2 * m + 1) / 24 - float(np.sum(tie_counts**3 - tie_counts)) / 48
     z = (w_plus - mean) / math.sqrt(var)
-    p = float(2 * sps.norm.sf(abs(z)))
+    p = _normal_sf_two_sided(z)
     return SignificanceResult(w_plus, p, "Wilcoxon signed-rank (normal approximation)")
 
 
@@ -215,14 +224,17 @@ def mcnemar(b: int, c: int, *, exact: bool = True, correction: bool = True) -> M
     n = b + c
     if exact:
         k = min(b, c)
-        p = 1.0 if n == 0 else min(1.0, 2 * float(sps.binom.cdf(k, n, 0.5)))
+        from scipy.stats import binom
+
+        p = 1.0 if n == 0 else min(1.0, 2 * float(binom.cdf(k, n, 0.5)))
         return McNemarResult(b, c, float(k), p, "McNemar (exact binomial)")
     if n == 0:
         return McNemarResult(b, c, 0.0, 1.0, "McNemar (chi-square)")
     diff = abs(b - c) - (1 if correction else 0)
     stat = diff * diff / n
     name = "McNemar (chi-square, continuity-corrected)" if correction else "McNemar (chi-square)"
-    return McNemarResult(b, c, float(stat), float(sps.chi2.sf(stat, 1)), name)
+    # chi-square with one degree of freedom: P(X > s) = P(|Z| > sqrt(s))
+    return McNemarResult(b, c, float(stat), _normal_sf_two_sided(math.sqrt(stat)), name)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
