@@ -8,6 +8,7 @@ from rich.table import Table
 from touchstone._redact import redact_urls
 from touchstone._text import markup_safe, safe_text
 from touchstone.cli.common import STORE_HELP, open_run_store, out
+from touchstone.engine.liveness import shown_status
 
 
 def runs_command(
@@ -23,7 +24,8 @@ def runs_command(
     for info in run_store.list_runs(limit):
         evaluators = ", ".join(info.config.get("evaluators", {}))
         # every cell comes from the store, written from user data: text, never markup or controls
-        cells = (info.id, info.name or "", info.started, info.status, info.config.get("n_rows", ""),
+        status = shown_status(info.status, info.config)  # a killed run is "interrupted", not "running"
+        cells = (info.id, info.name or "", info.started, status, info.config.get("n_rows", ""),
                  redact_urls(str(info.config.get("data", ""))), evaluators)
         table.add_row(*(safe_text(cell, keep_newlines=False) for cell in cells))
     out.print(table)
