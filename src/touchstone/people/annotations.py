@@ -174,6 +174,18 @@ def _run_rows(store: Store, run_id: str) -> dict[int, dict[str, str]]:
     return rows
 
 
+def row_keys(store: Store, run_id: str) -> dict[int, str]:
+    """How exports name a run's rows (what ``touchstone calibrate --human`` matches): each row's
+    ``id`` where every row has one, else its 0-based index."""
+    ids: dict[int, Any] = {}
+    for idx, data in store.fetch_all("SELECT idx, data FROM rows WHERE run_id = ? ORDER BY idx", (run_id,)):
+        decoded = json.loads(data) if data else {}
+        ids[int(idx)] = decoded.get("id") if isinstance(decoded, dict) else None
+    if ids and all(v is not None and not isinstance(v, (dict, list)) for v in ids.values()):
+        return {i: str(v).strip() for i, v in ids.items()}
+    return {i: str(i) for i in ids}
+
+
 def _run_name(store: Store, run_id: str) -> str:
     found = store.fetch_all("SELECT name FROM runs WHERE id = ?", (run_id,))
     return str(found[0][0]) if found and found[0][0] else run_id
@@ -191,6 +203,7 @@ def create_task_from_run(
     dims = check_dimensions(kind, dimensions)
     rows = _run_rows(store, run_id)
     keys = interaction_ids(store, run_id, id_column)
+    names_of = row_keys(store, run_id)
     wanted = list(rows) if indices is None else list(dict.fromkeys(int(i) for i in indices))
     missing = [i for i in wanted if i not in rows]
     if missing:
@@ -200,7 +213,7 @@ def create_task_from_run(
         system = _run_name(store, run_id)
         for n, idx in enumerate(wanted):
             row = rows[idx]
-            items.append((n, run_id, idx, keys.get(idx), {
+            items.append((n, run_id, idx, names_of.get(idx), {
                 "query": row["query"], "context": row["context"],
                 "responses": [{"system": system, "text": row["response"]}]}))
         return _insert_task(store, kind, dims, name, f"run {run_id}", items)
@@ -214,7 +227,7 @@ def create_task_from_run(
         if match is None or match not in other:
             continue
         row = rows[idx]
-        items.append((len(items), run_id, idx, keys.get(idx), {
+        items.append((len(items), run_id, idx, names_of.get(idx), {
             "query": row["query"], "context": row["context"],
             "responses": [{"system": names[0], "text": row["response"]},
                           {"system": names[1], "text": other[match]["response"]}]}))
@@ -237,7 +250,7 @@ def create_task_from_records(
     items: list[tuple[int, str | None, int | None, str | None, dict[str, Any]]] = []
     for n, rec in enumerate(rows):
         content = content_of(rec)
-        key = _text(_first(rec, ("interaction_id", "id"))) or str(n)
+        key = _text(rec.get("id")) or str(n)
         if kind == "pairwise":
             need = [k for k in ("response_a", "response_b") if rec.get(k) in (None, "")]
             responses = [{"system": _text(rec.get(f"model_{s}")) or f"model_{s}",
@@ -382,8 +395,8 @@ def progress(store: Store, task: Task, annotator: str) -> dict[str, Any]:
 
 def export_rows(store: Store, task_id: str) -> list[dict[str, Any]]:
     """The task's answers as flat rows: ``task``, ``item``, ``run_id``, ``idx``, ``row`` (the row's
-    interaction id), ``annotator``, ``dimension``, ``value``; pairwise rows also ``model_a``,
-    ``model_b`` and ``winner`` (``model_a``, ``model_b`` or ``tie``)."""
+    ``id``, or its index: see :func:`row_keys`), ``annotator``, ``dimension``, ``value``; pairwise
+    rows also ``model_a``, ``model_b`` and ``winner`` (``model_a``, ``model_b`` or ``tie``)."""
     task = get_task(store, task_id)
     items = {i.item: i for i in items_of(store, task_id)}
     rows = []
@@ -431,8 +444,27 @@ def import_rows(store: Store, task_id: str, rows: Iterable[Mapping[str, Any]]) -
 
 
 __all__ = [
-    "CHOICES", "LIKERT_DIMENSIONS", "PAIRWISE_DIMENSIONS", "AnnotationError", "Item", "Task", "answers_of",
-    "check_annotator", "check_dimensions", "content_of", "create_task_from_records", "create_task_from_run",
-    "export_rows", "get_task", "import_rows", "item_view", "items_of", "list_tasks", "order_for", "progress",
-    "save_answers", "sides_for",
+    "CHOICES",
+    "LIKERT_DIMENSIONS",
+    "PAIRWISE_DIMENSIONS",
+    "AnnotationError",
+    "Item",
+    "Task",
+    "answers_of",
+    "check_annotator",
+    "check_dimensions",
+    "content_of",
+    "create_task_from_records",
+    "create_task_from_run",
+    "export_rows",
+    "get_task",
+    "import_rows",
+    "item_view",
+    "items_of",
+    "list_tasks",
+    "order_for",
+    "progress",
+    "row_keys",
+    "save_answers",
+    "sides_for",
 ]
