@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from touchstone.stats.pairwise import (
+    DEFAULT_REG,
     bt_fit,
     elo_expected,
     elo_update,
@@ -36,7 +37,8 @@ def random_battles(
     return battles
 
 
-def choix_theta(battles: list[tuple[str, str, float]], names: list[str], alpha: float) -> np.ndarray:
+def doubled(battles: list[tuple[str, str, float]], names: list[str]) -> list[tuple[int, int]]:
+    """choix's (winner, loser) pairs: each vote twice, a tie as one win each way."""
     index = {n: i for i, n in enumerate(names)}
     data = []
     for a, b, s in battles:
@@ -47,27 +49,44 @@ def choix_theta(battles: list[tuple[str, str, float]], names: list[str], alpha: 
             data += [(ib, ia), (ib, ia)]
         else:
             data += [(ia, ib), (ib, ia)]
+    return data
+
+
+def choix_theta(battles: list[tuple[str, str, float]], names: list[str], alpha: float) -> np.ndarray:
+    data = doubled(battles, names)
     theta = choix.opt_pairwise(len(names), data, alpha=alpha, method="Newton-CG")
-    return np.asarray(theta) - np.mean(theta)
+    values: np.ndarray = np.asarray(theta, dtype=float)
+    return values - values.mean()
 
 
-@pytest.mark.parametrize("trial", range(25))
+@pytest.mark.parametrize("trial", range(30))
 def test_bt_equals_choix(trial: int) -> None:
     rng = np.random.default_rng(trial)
-    n = int(rng.integers(2, 7))
+    n = int(rng.integers(2, 9))
     theta = rng.normal(0, 1, n)
-    battles = random_battles(rng, theta, int(rng.integers(30, 200)), tie_rate=float(rng.uniform(0, 0.3)))
+    battles = random_battles(rng, theta, int(rng.integers(30, 300)), tie_rate=float(rng.uniform(0, 0.3)))
     names = sorted({x for a, b, _ in battles for x in (a, b)})
     index = {x: i for i, x in enumerate(names)}
     a = np.array([index[x[0]] for x in battles])
     b = np.array([index[x[1]] for x in battles])
     s = np.array([x[2] for x in battles])
-    reg = 1e-4
-    ours = bt_fit(win_matrix(a, b, s, len(names)), reg=reg)
-    # our objective is half of choix's on doubled data, so its ridge is half of choix's alpha
-    ref = choix_theta(battles, names, alpha=2 * reg)
-    np.testing.assert_allclose(ours, ref, atol=1e-4)
+    ours = bt_fit(win_matrix(a, b, s, len(names)))  # the default, tiny ridge
+    # our objective is half of choix's on doubled data, so choix's alpha is twice our ridge
+    np.testing.assert_allclose(ours, choix_theta(battles, names, alpha=2 * DEFAULT_REG), atol=1e-5)
+    ilsr = choix.ilsr_pairwise(
+        len(names), doubled(battles, names), alpha=2 * DEFAULT_REG, tol=1e-12, max_iter=10_000
+    )
+    np.testing.assert_allclose(ours, ilsr - ilsr.mean(), atol=1e-3)  # ILSR's prior is not a ridge: close
     assert abs(ours.sum()) < 1e-9
+    larger = bt_fit(win_matrix(a, b, s, len(names)), reg=1e-2)
+    np.testing.assert_allclose(larger, choix_theta(battles, names, alpha=2e-2), atol=1e-5)
+
+
+def test_unbeaten_system_gets_a_finite_top_rating() -> None:
+    battles = [("top", "mid", 1.0)] * 5 + [("mid", "low", 1.0), ("low", "mid", 1.0), ("top", "low", 0.5)]
+    ranking = rank_battles(battles, bootstrap=20, seed=0)
+    assert ranking.systems[0].system == "top"
+    assert all(math.isfinite(s.rating) for s in ranking.systems)
 
 
 def test_win_matrix_counts_ties_as_halves() -> None:
@@ -101,7 +120,7 @@ def test_bootstrap_coverage_near_nominal() -> None:
             covered += sr.lower <= planted[i] <= sr.upper
             total += 1
     rate = covered / total
-    assert 0.85 <= rate <= 1.0, rate
+    assert 0.88 <= rate <= 0.99, rate  # 114 of 120 (0.95) with these seeds
 
 
 def test_elo_update_equals_formula() -> None:
