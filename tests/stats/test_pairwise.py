@@ -56,7 +56,7 @@ def choix_theta(battles: list[tuple[str, str, float]], names: list[str], alpha: 
     data = doubled(battles, names)
     theta = choix.opt_pairwise(len(names), data, alpha=alpha, method="Newton-CG")
     values: np.ndarray = np.asarray(theta, dtype=float)
-    return values - values.mean()
+    return np.asarray(values - values.mean(), dtype=float)
 
 
 @pytest.mark.parametrize("trial", range(30))
