@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from touchstone._redact import redact_urls
 from touchstone._text import markup_safe
 from touchstone.cli import spending
 from touchstone.cli.common import (
@@ -50,7 +52,13 @@ from touchstone.engine.planning import (
     plan_evaluation,
 )
 from touchstone.engine.sampling import SampleRequest
-from touchstone.errors import ConfigurationError, InputValidationError, RunAbortedError
+from touchstone.errors import (
+    ConfigurationError,
+    InputValidationError,
+    OutputWriteError,
+    RunAbortedError,
+    StoreError,
+)
 from touchstone.evaluators.safety.severity import set_defect_level
 from touchstone.store.base import StoreConnectionError
 
@@ -187,6 +195,34 @@ def _exit_status(
     return EXIT_GATE if below else code
 
 
+def _check_out_dir(out_dir: Path | None) -> None:
+    """``--out`` must be a folder (made when missing), not a file, nor under one."""
+    if out_dir is None:
+        return
+    for place in (out_dir, *out_dir.parents):
+        if place.exists() and not place.is_dir():
+            what = "is a file" if place == out_dir else f"is under {place}, which is a file"
+            raise InputValidationError(
+                f"--out {out_dir} {what}; expected a folder for rows.jsonl and summary.json "
+                "(made when missing)"
+            )
+        if place.exists():
+            return
+
+
+def _interrupted(exc: KeyboardInterrupt, data: Path, store: str | None) -> typer.Exit:
+    """Ctrl-C: say which run was kept and the exact command that resumes it; exit 130."""
+    run_id = getattr(exc, "run_id", None)
+    if run_id is None:
+        err.print("[yellow]interrupted[/] before a run was created; nothing was stored", highlight=False)
+    else:
+        where = f" --store {shlex.quote(redact_urls(store))}" if store else ""
+        command = f"touchstone eval {shlex.quote(str(data))} --resume {run_id}{where}"
+        err.print(f"[yellow]interrupted:[/] run {run_id} is stored with what was scored; resume it with\n  "
+                  f"{markup_safe(command)}", highlight=False, soft_wrap=True)
+    return typer.Exit(130)
+
+
 def _check_numbers(
     workers: int | None,
     concurrency: int | None,
@@ -291,7 +327,13 @@ def eval_command(
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the judge response cache."),
     resume: str | None = typer.Option(
-        None, "--resume", help="Resume an interrupted run: its stored scores are kept, the rest is computed."
+        None, "--resume", help="Resume an interrupted run: its stored scores are kept, the rest is computed, "
+        "and failures of the moment (judge calls that failed, rows a stopped run left) are scored again. "
+        "Refused when the data or the metrics differ from the run's."
+    ),
+    retry_failed: bool = typer.Option(
+        False, "--retry-failed", help="With --resume: score every stored failure again, not only the "
+        "failures of the moment."
     ),
     dry_run: bool = typer.Option(
         False,
@@ -371,6 +413,7 @@ def eval_command(
         minimum_values = parse_floats(minimums, "--min")
         check_text(str(data), "DATA")
         check_text(name, "--name")
+        _check_out_dir(out_dir)
         check_finite(threshold_values, "--threshold")
         check_finite(minimum_values, "--min")
         _check_numbers(workers, concurrency, timeout, max_retries, defect_level)
@@ -413,10 +456,12 @@ def eval_command(
         run_store = open_run_store(store)
         result = _run(selection.data, plan, name, run_store, workers, quiet, **selection.evaluate_options(),
                       **({"target": app_target} if app_target is not None else {}),
-                      **_executor(executor, ray_address))
+                      **_executor(executor, ray_address), retry_failed="all" if retry_failed else None)
         spending.report_estimate(run_store, result.run["id"], selection)
-    except StoreConnectionError as exc:  # the store's server: not the input's fault (exit 1)
+    except (StoreConnectionError, StoreError, OutputWriteError) as exc:  # not the input's fault (exit 1)
         raise fail_store(exc) from None
+    except KeyboardInterrupt as exc:
+        raise _interrupted(exc, data, store) from None
     except (InputValidationError, ConfigurationError) as exc:
         raise fail_input(str(exc)) from None
     except RunAbortedError as exc:
@@ -428,5 +473,10 @@ def eval_command(
 
     evaluators = list(plan.evaluators)
     unscored = unscored_metrics(evaluators, result.rows, result.summary)
-    shown = _report(result, evaluators, unscored, out_dir, run_store.path, run_store.persistent)
+    try:
+        shown = _report(result, evaluators, unscored, out_dir, run_store.path, run_store.persistent)
+    except OutputWriteError as exc:  # the run is stored; only the files are missing
+        err.print(f"[bold red]error:[/] {markup_safe(exc)}; the run is stored as {result.run['id']} "
+                  f"(touchstone show {result.run['id']})", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_GATE) from None
     raise typer.Exit(_exit_status(result, shown, unscored, minimum_values, fail_on_error))
