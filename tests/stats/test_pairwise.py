@@ -13,6 +13,7 @@ import pytest
 
 from touchstone.stats.pairwise import (
     DEFAULT_REG,
+    _bootstrap_draws,
     bt_fit,
     elo_expected,
     elo_update,
@@ -168,3 +169,17 @@ def test_seeded_bootstrap_repeats() -> None:
     one = rank_battles(battles, bootstrap=100, seed=9).as_dict()
     two = rank_battles(battles, bootstrap=100, seed=9).as_dict()
     assert one == two
+
+
+def test_bootstrap_leaves_out_systems_absent_from_a_resample() -> None:
+    a, b, s = np.array([0, 1, 0]), np.array([1, 2, 2]), np.array([1.0, 0.5, 0.0])
+    draws = _bootstrap_draws(lambda ai, bi, si: np.zeros(4), a, b, s, 4, 200, 0, None, None)
+    assert np.isnan(draws[:, 3]).all()  # never played
+    rng = np.random.default_rng(0)
+    for r in range(200):
+        pick = rng.integers(0, 3, 3)
+        played = set(a[pick]) | set(b[pick])
+        assert [not np.isnan(draws[r, i]) for i in range(3)] == [i in played for i in range(3)]
+    anchored = _bootstrap_draws(lambda ai, bi, si: np.zeros(4), a, b, s, 4, 200, 0, 0, None)
+    rows_without_anchor = np.isnan(anchored[:, 0])
+    assert rows_without_anchor.any() and np.isnan(anchored[rows_without_anchor]).all()

@@ -16,6 +16,7 @@ replacement (seeded), the model refitted on each resample.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -167,6 +168,38 @@ def _anchored(ratings: NDArray[np.float64], index: int | None, value: float | No
     return np.asarray(ratings + (value - ratings[index]), dtype=np.float64)
 
 
+def _maybe(values: NDArray[np.float64] | None, i: int) -> float | None:
+    return None if values is None or not math.isfinite(values[i]) else float(values[i])
+
+
+def _bootstrap_draws(
+    fit: Callable[[NDArray[np.intp], NDArray[np.intp], NDArray[np.float64]], NDArray[np.float64]],
+    a: NDArray[np.intp],
+    b: NDArray[np.intp],
+    s: NDArray[np.float64],
+    n: int,
+    bootstrap: int,
+    seed: int | None,
+    anchor_index: int | None,
+    progress: Callable[[], None] | None,
+) -> NDArray[np.float64]:
+    """Ratings refitted on ``bootstrap`` resamples of the battles (rows), NaN for a system that did
+    not play in a resample (its rating there would only be the prior's), and a whole row of NaN when
+    the anchor did not play (nothing to shift by)."""
+    rng = np.random.default_rng(seed)
+    draws = np.empty((bootstrap, n))
+    for r in range(bootstrap):
+        pick = rng.integers(0, len(a), len(a))
+        draws[r] = fit(a[pick], b[pick], s[pick])
+        played = np.bincount(a[pick], minlength=n) + np.bincount(b[pick], minlength=n)
+        draws[r, played == 0] = np.nan
+        if anchor_index is not None and played[anchor_index] == 0:
+            draws[r] = np.nan
+        if progress is not None:
+            progress()
+    return draws
+
+
 def rank_battles(
     battles: Sequence[Battle],
     *,
@@ -212,15 +245,11 @@ def rank_battles(
     point = fit(a, b, s)
     lower = upper = None
     if bootstrap > 0 and len(battles) > 0:
-        rng = np.random.default_rng(seed)
-        draws = np.empty((bootstrap, n))
-        for r in range(bootstrap):
-            pick = rng.integers(0, len(battles), len(battles))
-            draws[r] = fit(a[pick], b[pick], s[pick])
-            if progress is not None:
-                progress()
+        draws = _bootstrap_draws(fit, a, b, s, n, bootstrap, seed, anchor_index, progress)
         alpha = (1.0 - confidence) / 2
-        lower, upper = np.quantile(draws, alpha, axis=0), np.quantile(draws, 1.0 - alpha, axis=0)
+        with warnings.catch_warnings():  # a system absent from every resample: no interval (NaN)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lower, upper = np.nanquantile(draws, alpha, axis=0), np.nanquantile(draws, 1.0 - alpha, axis=0)
     systems = []
     for i, name in enumerate(names):
         as_a, as_b = a == i, b == i
@@ -231,8 +260,8 @@ def rank_battles(
             SystemRating(
                 name,
                 float(point[i]),
-                None if lower is None else float(lower[i]),
-                None if upper is None else float(upper[i]),
+                _maybe(lower, i),
+                _maybe(upper, i),
                 played,
                 wins,
                 ties,
