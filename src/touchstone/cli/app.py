@@ -6,6 +6,7 @@ import sys
 
 import typer
 
+from touchstone.cli.annotate import annotate_app
 from touchstone.cli.calibrate import calibrate_command
 from touchstone.cli.common import err
 from touchstone.cli.compare import compare_command
@@ -30,6 +31,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(annotate_app, name="annotate")
 app.command("calibrate")(calibrate_command)
 app.command("compare")(compare_command)
 app.command("eval")(eval_command)
