@@ -83,14 +83,16 @@ def test_calibrate_cli_end_to_end(fake_openai: FakeOpenAIServer, tmp_path: Path)
     human = write_human(
         tmp_path / "human.csv",
         people,
-        extra=[{"row": "q999", "annotator": "ann0", "metric": "coherence", "value": 3}],
+        extra=[{"row": "q999[red]x[/red]", "annotator": "ann0", "metric": "coherence", "value": 3}],
     )
     result = runner.invoke(
         app, ["calibrate", run_id, "--human", str(human), "--store", db, "--json", "--bootstrap", "200"]
     )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
-    assert doc["matched_rows"] == N and doc["unmatched_rows"] == ["q999"] and doc["annotators"] == 2
+    assert (
+        doc["matched_rows"] == N and doc["unmatched_rows"] == ["q999[red]x[/red]"] and doc["annotators"] == 2
+    )
     judge = np.array([min(5, max(1, planted(i) + {3: 1, 8: -1}.get(i, 0))) for i in range(N)], dtype=float)
     consensus = np.array([np.mean(people[f"q{i}"]) for i in range(N)])
     stats = doc["statistics"]
@@ -107,7 +109,7 @@ def test_calibrate_cli_end_to_end(fake_openai: FakeOpenAIServer, tmp_path: Path)
     )
     assert table.exit_code == 0, table.output
     assert "Spearman" in table.output and "matched rows: 30" in table.output
-    assert "q999" in table.output and "verdict (trusted)" in table.output
+    assert "q999[red]x[/red]" in table.output and "verdict (trusted)" in table.output
 
 
 def test_a_judge_that_ignores_people_is_not_trusted(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
