@@ -15,6 +15,7 @@ the app is made with a feedback token, the request must carry ``Authorization: B
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from touchstone.errors import InputValidationError
 from touchstone.people import annotations as an
 from touchstone.people import feedback as fb
 from touchstone.people import queue as q
+from touchstone.store.base import Store
 
 if TYPE_CHECKING:
     from touchstone.ui.app import Pages
@@ -140,6 +142,44 @@ async def _read_json(request: Request) -> tuple[Any, Any]:
         return None, _error(f"the body is not valid JSON: {exc}", 400, "body")
 
 
+class GroupWriter:
+    """Writes feedback events in group commits: requests that arrive while a write is in progress
+    wait for the next one, which writes all of them in one transaction (one commit for many
+    requests, instead of one each). A request is answered only once its events are committed."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.pending: list[tuple[list[fb.FeedbackEvent], asyncio.Future[int]]] = []
+        self.running = False
+
+    async def write(self, events: list[fb.FeedbackEvent]) -> int:
+        """Write ``events`` (with whatever else is waiting); returns how many of them were written."""
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.pending.append((events, future))
+        if not self.running:
+            self.running = True
+            asyncio.get_running_loop().create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        try:
+            while self.pending:
+                group, self.pending = self.pending, []
+                everything = [e for events, _ in group for e in events]
+                try:
+                    await run_in_threadpool(fb.record_feedback, self.store, everything)
+                except Exception as exc:  # every request of the group learns of it
+                    for _, future in group:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for events, future in group:
+                    if not future.done():
+                        future.set_result(len(events))
+        finally:
+            self.running = False
+
+
 def _authorised(request: Request, token: str | None) -> bool:
     if not token:
         return True
@@ -150,6 +190,7 @@ def _authorised(request: Request, token: str | None) -> bool:
 
 def _feedback_routes(router: APIRouter, pages: Pages, token: str | None) -> None:
     store = pages.store
+    writer = GroupWriter(store)
 
     @router.post("/api/feedback", status_code=201)
     async def feedback_api(request: Request) -> Any:
@@ -165,7 +206,7 @@ def _feedback_routes(router: APIRouter, pages: Pages, token: str | None) -> None
             events = fb.parse_events(body)
         except fb.FeedbackError as exc:
             return _error(str(exc), 422, exc.field)
-        count = await run_in_threadpool(fb.record_feedback, store, events)
+        count = await writer.write(events)
         return _json({"accepted": count}, 201)
 
     @router.get("/api/feedback/windows")
