@@ -120,3 +120,24 @@ def test_answers_api_checks_what_it_stores(store: Store) -> None:
         assert client.get(f"/annotate/{task.id}").status_code == 200
         assert client.get("/annotate/nope").status_code == 404
         assert client.get("/annotate").status_code == 200
+
+
+def test_concurrent_posts_are_grouped_and_none_is_lost(store: Store) -> None:
+    import asyncio
+
+    import httpx
+
+    from touchstone.ui import create_app
+
+    app = create_app(store)
+
+    async def post_all() -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            answers = await asyncio.gather(*(
+                client.post("/api/feedback", json={"interaction_id": f"i{i}", "kind": "thumbs_up"})
+                for i in range(60)))
+        return [a.status_code for a in answers]
+
+    assert asyncio.run(post_all()) == [201] * 60
+    assert sorted(e.interaction_id for e in fb.feedback_for(store)) == sorted(f"i{i}" for i in range(60))
