@@ -226,7 +226,7 @@ class LimiterActor:
 
     def __init__(self) -> None:
         self._limiters: dict[str, AdaptiveLimiter] = {}
-        self._tickets: dict[tuple[str, int], Ticket] = {}
+        self._tickets: dict[tuple[str, int], tuple[Ticket, str]] = {}
 
     def _limiter(self, key: str, maximum: int, adaptive: bool) -> AdaptiveLimiter:
         limiter = self._limiters.get(key)
@@ -234,21 +234,31 @@ class LimiterActor:
             limiter = self._limiters[key] = AdaptiveLimiter(maximum, adaptive=adaptive)
         return limiter
 
-    async def acquire(self, key: str, maximum: int, adaptive: bool) -> tuple[Ticket, dict[str, Any]]:
+    async def acquire(
+        self, key: str, maximum: int, adaptive: bool, owner: str
+    ) -> tuple[Ticket, dict[str, Any]]:
         limiter = self._limiter(key, maximum, adaptive)
         ticket = await limiter.acquire()
-        self._tickets[key, ticket.seq] = ticket
+        self._tickets[key, ticket.seq] = (ticket, owner)
         return ticket, _state(limiter)
 
     async def release(self, key: str, seq: int, outcome: str) -> None:
-        ticket = self._tickets.pop((key, seq), None)
-        if ticket is not None:  # unknown after a restart of this actor: nothing to give back
-            self._limiters[key].release(ticket, outcome)
+        held = self._tickets.pop((key, seq), None)
+        if held is not None:  # unknown after a restart of this actor: nothing to give back
+            self._limiters[key].release(held[0], outcome)
+
+    async def forget(self, owner: str) -> int:
+        """Give back the slots held by a judge worker that died (``owner``: its actor id, which its
+        restarted self reports): its requests ended with it. The number given back."""
+        dead = [(key, seq) for (key, seq), (_, who) in self._tickets.items() if who == owner]
+        for key, seq in dead:
+            await self.release(key, seq, "cancelled")
+        return len(dead)
 
     async def detach(self, key: str, seq: int) -> None:
-        ticket = self._tickets.get((key, seq))
-        if ticket is not None:
-            self._limiters[key].detach(ticket)
+        held = self._tickets.get((key, seq))
+        if held is not None:
+            self._limiters[key].detach(held[0])
 
     async def pause(self, key: str, seconds: float) -> None:
         limiter = self._limiters.get(key)
@@ -273,8 +283,8 @@ class RemoteLimiter:
     """The limiter a judge worker's backend uses: slots taken from and given back to the cluster's
     :class:`LimiterActor` (same interface as :class:`AdaptiveLimiter` for the judge session)."""
 
-    def __init__(self, actor: Any, key: str, maximum: int, adaptive: bool) -> None:
-        self._actor, self._key = actor, key
+    def __init__(self, actor: Any, key: str, maximum: int, adaptive: bool, owner: str) -> None:
+        self._actor, self._key, self._owner = actor, key, owner
         self.maximum, self.adaptive = maximum, adaptive
         self.current, self.min_limit, self.decreases = maximum, float(maximum), 0
         self._stall: float | None = None
@@ -286,7 +296,7 @@ class RemoteLimiter:
         self._stall = state.get("stall", self._stall)
 
     async def acquire(self) -> Ticket:
-        ref = self._actor.acquire.remote(self._key, self.maximum, self.adaptive)
+        ref = self._actor.acquire.remote(self._key, self.maximum, self.adaptive, self._owner)
         try:
             ticket, state = await ref
         except asyncio.CancelledError:
@@ -326,6 +336,10 @@ class JudgeWorker:
 
         self._settings = JudgeSettings.from_options(dict(options))
         self._limiter = ray.get_actor(limiter)
+        # The actor id survives a restart: slots a previous life of this worker held are given back
+        # before this one takes any (calls from one caller reach the limiter in order).
+        self._owner = str(ray.get_runtime_context().get_actor_id())
+        self._limiter.forget.remote(self._owner)
         self._session: Any = None
         self._evaluators: dict[str, Evaluator] = {}
 
@@ -333,7 +347,7 @@ class JudgeWorker:
         if self._session is None:
             from touchstone.judges.session import JudgeSession
 
-            limiter = self._limiter
+            limiter, owner = self._limiter, self._owner
 
             class ClusterSession(JudgeSession):
                 def backend(self, config: Any) -> Any:
@@ -343,7 +357,7 @@ class JudgeWorker:
                         # the key without its last part, the identity of a token provider object,
                         # which differs from process to process: one limit per server and model
                         key = config.session_key().rsplit("|", 1)[0]
-                        remote = RemoteLimiter(limiter, key, local.maximum, local.adaptive)
+                        remote = RemoteLimiter(limiter, key, local.maximum, local.adaptive, owner)
                         backend.limiter = remote  # type: ignore[assignment]  # same interface
                     return backend
 
