@@ -1,0 +1,191 @@
+"""Reading a data file in batches of rows instead of all at once.
+
+:func:`stream_records` yields lists of :class:`~touchstone.data.loaders.Record` from a JSONL, CSV or
+Parquet file (Parquet by record batches within row groups), holding one batch at a time; the rows and
+the problems found in them are those :func:`~touchstone.data.loaders.load_records` gives for the
+same file. :func:`check_file` makes one such pass to validate a file for a run (reading, then the
+evaluators' inputs) and raises one :class:`~touchstone.errors.InputValidationError` listing what is
+wrong (the first 20 shown with the count) before anything is scored; a second pass then reads the
+rows to score them. Problems are kept (each a few short strings), rows are not.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from touchstone.data.loaders import _SURROGATE_ESCAPE as SURROGATE_ESCAPE
+from touchstone.data.loaders import (
+    CSV_FIELD_LIMIT,
+    MAX_DEPTH,
+    STRUCTURED_FIELDS,
+    Record,
+    _check_regular_file,
+    _maybe_json,
+    _parse_json_line,
+    _plain,
+    _plainly_fine,
+    _row_problem,
+)
+from touchstone.data.mapping import Ref
+from touchstone.data.validation import validate_records
+from touchstone.errors import InputValidationError, Problem
+from touchstone.evaluators.base import Evaluator
+
+BATCH_ROWS = 10_000
+
+
+def stream_records(
+    path: str | os.PathLike[str], *, batch_rows: int = BATCH_ROWS, problems: list[Problem] | None = None
+) -> Iterator[list[Record]]:
+    """Batches of at most ``batch_rows`` records of a ``.jsonl``, ``.csv`` or ``.parquet`` file.
+
+    Rows with problems are left out and their :class:`Problem` appended to ``problems``; without a
+    list, the first problem raises :class:`InputValidationError`."""
+    file = Path(path)
+    _check_regular_file(file)
+    suffix = file.suffix.lower()
+    if suffix == ".csv":
+        rows = _csv_rows(file)
+    elif suffix in (".parquet", ".pq"):
+        rows = _parquet_rows(file)
+    elif suffix in (".jsonl", ".ndjson"):
+        rows = _jsonl_rows(file)
+    else:
+        raise InputValidationError(
+            [Problem(str(file), None, None, f"cannot stream {suffix or 'a file without suffix'}; "
+                     "expected .jsonl, .csv or .parquet")]
+        )
+    batch: list[Record] = []
+    empty = True
+    for item in rows:
+        if isinstance(item, Problem):
+            if problems is None:
+                raise InputValidationError([item])
+            problems.append(item)
+            continue
+        empty = False
+        batch.append(item)
+        if len(batch) >= batch_rows:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+    if empty and not (problems or []):
+        raise InputValidationError([Problem(str(file), None, None, "the file has no rows")])
+
+
+def check_file(
+    path: str | os.PathLike[str],
+    evaluators: Mapping[str, Evaluator],
+    mappings: Mapping[str, Mapping[str, Ref]],
+    *,
+    has_target: bool = False,
+    batch_rows: int = BATCH_ROWS,
+) -> int:
+    """Validate ``path`` for ``evaluators`` in one streaming pass; the number of rows. Raises one
+    :class:`InputValidationError` with every problem found (reading and inputs)."""
+    problems: list[Problem] = []
+    n = 0
+    for batch in stream_records(path, batch_rows=batch_rows, problems=problems):
+        n += len(batch)
+        try:
+            validate_records(batch, evaluators, mappings, has_target)
+        except InputValidationError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise InputValidationError(problems)
+    return n
+
+
+def _jsonl_rows(path: Path) -> Iterator[Record | Problem]:
+    source = str(path)
+    with path.open("rb") as fh:
+        for number, line_bytes in enumerate(fh, start=1):
+            if number == 1 and line_bytes.startswith(b"\xef\xbb\xbf"):
+                line_bytes = line_bytes[3:]
+            try:
+                line = line_bytes.decode("utf-8").rstrip("\n")
+            except UnicodeDecodeError as exc:
+                yield Problem(source, number, None,
+                              f"bytes that are not UTF-8 at column {exc.start + 1}; save the file as UTF-8")
+                continue
+            if not line.strip():
+                continue
+            value, problem = _parse_json_line(line, source, number)
+            if problem is not None:
+                yield problem
+                continue
+            if not isinstance(value, dict):
+                kind = type(value).__name__
+                yield Problem(source, number, None, f"expected a JSON object, got a JSON {kind}")
+                continue
+            if SURROGATE_ESCAPE.search(line) or line.count("[") + line.count("{") > MAX_DEPTH:
+                problem = _row_problem(value, source, number)
+                if problem is not None:
+                    yield problem
+                    continue
+            yield Record(value, source, number)
+
+
+def _csv_rows(path: Path) -> Iterator[Record | Problem]:
+    source = str(path)
+    if csv.field_size_limit() < CSV_FIELD_LIMIT:
+        csv.field_size_limit(CSV_FIELD_LIMIT)
+    with path.open("rb") as raw:
+        text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+        reader = csv.DictReader(text)
+        try:
+            for row in reader:
+                line = reader.line_num
+                if None in row:
+                    yield Problem(source, line, None, "more cells than header columns")
+                    continue
+                values: dict[str, Any] = {
+                    key: _maybe_json(cell) if key in STRUCTURED_FIELDS else cell
+                    for key, cell in row.items() if cell is not None
+                }
+                if all(v == "" for v in values.values()):
+                    continue
+                problem = None if _plainly_fine(values) else _row_problem(values, source, line)
+                if problem is not None:
+                    yield problem
+                    continue
+                yield Record(values, source, line)
+        except UnicodeDecodeError:
+            yield Problem(source, reader.line_num + 1, None, "bytes that are not UTF-8; save it as UTF-8")
+        except csv.Error as exc:
+            yield Problem(source, reader.line_num or None, None, f"unreadable CSV: {exc}")
+
+
+def _parquet_rows(path: Path) -> Iterator[Record | Problem]:
+    import pyarrow.parquet as pq
+
+    source = str(path)
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as exc:
+        yield Problem(source, None, None, f"not a readable Parquet file: {exc}")
+        return
+    line = 0
+    for group in range(parquet.num_row_groups):  # one row group at a time, in record batches
+        for batch in parquet.iter_batches(row_groups=[group], batch_size=BATCH_ROWS):
+            for row in batch.to_pylist():
+                line += 1
+                values: dict[str, Any] = {}
+                for key, value in row.items():  # as loaders._load_frame: nulls left out, JSON cells read
+                    plain = _plain(value)
+                    if plain is None:
+                        continue
+                    if isinstance(plain, str) and key in STRUCTURED_FIELDS:
+                        plain = _maybe_json(plain)
+                    values[str(key)] = plain
+                problem = None if _plainly_fine(values) else _row_problem(values, source, line)
+                if problem is not None:
+                    yield problem
+                    continue
+                yield Record(values, source, line)
