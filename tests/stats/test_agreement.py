@@ -15,6 +15,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 
 from touchstone.stats.agreement import (
+    Level,
     adjacent_agreement,
     cohen_kappa,
     exact_agreement,
@@ -95,7 +96,7 @@ def alpha_by_definition(data: np.ndarray, level: str) -> float:
 
 @pytest.mark.parametrize("trial", range(15))
 @pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])
-def test_alpha_equals_definition_and_package(trial: int, level: str) -> None:
+def test_alpha_equals_definition_and_package(trial: int, level: Level) -> None:
     rng = np.random.default_rng(200 + trial)
     raters, units = int(rng.integers(2, 5)), int(rng.integers(3, 15))
     truth = rng.integers(1, 6, units)
@@ -104,7 +105,7 @@ def test_alpha_equals_definition_and_package(trial: int, level: str) -> None:
     )
     data[rng.random((raters, units)) < 0.25] = np.nan
     data[:, 0] = [1.0, 2.0] + [np.nan] * (raters - 2)  # at least two distinct pairable values
-    got = krippendorff_alpha(data, level)  # type: ignore[arg-type]
+    got = krippendorff_alpha(data, level)
     assert got == pytest.approx(alpha_by_definition(data, level), abs=1e-10)
     assert got == pytest.approx(
         krippendorff.alpha(reliability_data=data, level_of_measurement=level), abs=1e-10
