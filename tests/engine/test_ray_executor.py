@@ -197,3 +197,20 @@ def test_judge_worker_killed_mid_run_loses_no_row(
     expected = evaluate(data=rows, evaluators={"judge": judge(fake_openai)}, store=tmp_path / "l.db",
                         cache=False, concurrency=16)
     assert comparable(result.rows) == comparable(expected.rows)
+
+
+def test_command_line_executor_ray(cluster: str, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from touchstone.cli import app
+
+    data = ROOT / "examples" / "qa.jsonl"
+    cli = CliRunner()
+    outs = {}
+    for kind in ("local", "ray"):
+        extra = ["--executor", "ray", "--ray-address", cluster] if kind == "ray" else []
+        result = cli.invoke(app, ["eval", str(data), "-m", "f1_score,bleu_score", "--store",
+                                  str(tmp_path / f"{kind}.db"), "--out", str(tmp_path / kind), "-q", *extra])
+        assert result.exit_code == 0, result.output
+        outs[kind] = (tmp_path / kind / "rows.jsonl").read_text()
+    assert outs["ray"] == outs["local"]
