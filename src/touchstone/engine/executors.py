@@ -6,9 +6,10 @@ number in flight. :class:`LocalExecutor` runs batches in a worker thread, or in 
 large inputs, and async jobs on the running event loop; :class:`~touchstone.engine.ray_executor.RayExecutor`
 implements the same protocol on a Ray cluster (:func:`make_executor` picks one).
 
-Spawn-safe and without module-global state in the parent: the process pool's workers receive the
-run's records once, through the pool's initializer (inherited without a copy under ``fork``,
-pickled once per worker under ``spawn``), and chunks of rows are sent as row indices. A worker
+Spawn-safe and without module-global state: the process pool's workers never hold the dataset;
+each chunk of rows travels to a worker as the evaluator's inputs of those rows only (under ``fork``,
+workers that inherited the records touched their pages and each ended up holding a copy: about
+1 GiB per worker at 1,000,000 rows). A worker
 exits when the process that started the pool dies (``PR_SET_PDEATHSIG`` on Linux, a watchdog
 thread polling the parent elsewhere): a killed run leaves no worker behind.
 """
@@ -85,14 +86,15 @@ class LocalExecutor:
 
     def __init__(self, records: Sequence[Record], *, processes: int = 0) -> None:
         self.parallel = processes > 1
+        self._records = records
         self._pool: ProcessPoolExecutor | None = None
         if self.parallel:
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
             self._pool = ProcessPoolExecutor(
                 max_workers=processes,
                 mp_context=multiprocessing.get_context(method),
-                initializer=_init_worker,
-                initargs=(list(records), os.getpid()),
+                initializer=exit_with_parent,
+                initargs=(os.getpid(),),
             )
 
     async def score_batch(self, ev: Evaluator, rows: list[dict[str, Any]]) -> list[Outcome]:
@@ -103,7 +105,8 @@ class LocalExecutor:
     async def score_indices(self, ev: Evaluator, plan: Plan, indices: list[int]) -> list[WireRow]:
         if self._pool is None:
             raise RuntimeError("score_indices needs a process pool")
-        return await asyncio.get_running_loop().run_in_executor(self._pool, _score_indices, ev, plan, indices)
+        rows = [direct_inputs(plan, self._records[i].data) for i in indices]
+        return await asyncio.get_running_loop().run_in_executor(self._pool, score_wire, ev, rows)
 
     async def run_jobs(self, jobs: Iterable[Callable[[], Awaitable[None]]], concurrency: int) -> None:
         it = iter(jobs)
@@ -163,16 +166,6 @@ def default_processes(requested: int | None, pending_rows: int, threshold: int) 
 
 
 # ------------------------------------------------------------------ in the worker processes
-_WORKER_RECORDS: list[Record] = []
-"""The run's records inside a worker process (set once by the pool's initializer)."""
-
-
-def _init_worker(records: list[Record], parent: int) -> None:
-    global _WORKER_RECORDS
-    _WORKER_RECORDS = records
-    exit_with_parent(parent)
-
-
 PR_SET_PDEATHSIG = 1
 PARENT_POLL_SECONDS = 0.5
 
@@ -215,7 +208,7 @@ def _score_batch(ev: Evaluator, rows: list[dict[str, Any]]) -> list[Outcome]:
     return ev.score_batch(rows)
 
 
-def _score_indices(ev: Evaluator, plan: Plan, indices: list[int]) -> list[WireRow]:
-    records = _WORKER_RECORDS
-    outs = ev.score_batch([direct_inputs(plan, records[i].data) for i in indices])
+def score_wire(ev: Evaluator, rows: list[dict[str, Any]]) -> list[WireRow]:
+    """Score ``rows`` (an evaluator's inputs) and send each result back as a :data:`WireRow`."""
+    outs = ev.score_batch(rows)
     return [(encode_outputs(out), dict(out), out.failed, score_lines(out.scores)) for out in outs]

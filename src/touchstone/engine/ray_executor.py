@@ -22,13 +22,11 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from touchstone.data.loaders import Record
-from touchstone.engine.executors import Plan, WireRow, direct_inputs, score_with_usage
+from touchstone.engine.executors import Plan, WireRow, direct_inputs, score_wire, score_with_usage
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import Evaluator
 from touchstone.judges.limiter import AdaptiveLimiter, Ticket
 from touchstone.scores import Outcome
-from touchstone.store.base import score_lines
-from touchstone.store.sqlite import encode_outputs
 
 JUDGE_WORKERS = 2
 """Async actors that make judge calls (they share one concurrency limit, so more only spread the
@@ -95,7 +93,7 @@ class RayExecutor:
         bound._ray = ray = connect(self.address)
         # Ray retries a task whose worker process died (max_retries=-1: as often as it takes)
         bound._batch_task = ray.remote(max_retries=-1)(_score_batch)
-        bound._wire_task = ray.remote(max_retries=-1)(_score_wire)
+        bound._wire_task = ray.remote(max_retries=-1)(score_wire)
         return bound
 
     def _ev_ref(self, ev: Evaluator) -> tuple[str, Any]:
@@ -214,11 +212,6 @@ async def _deliver(call: Any, futures: list[asyncio.Future[Any]]) -> None:
 # ------------------------------------------------------------------ in Ray workers
 def _score_batch(ev: Evaluator, rows: list[dict[str, Any]]) -> list[Outcome]:
     return ev.score_batch(rows)
-
-
-def _score_wire(ev: Evaluator, rows: list[dict[str, Any]]) -> list[WireRow]:
-    outs = ev.score_batch(rows)
-    return [(encode_outputs(out), dict(out), out.failed, score_lines(out.scores)) for out in outs]
 
 
 class LimiterActor:
