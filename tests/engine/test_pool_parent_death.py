@@ -27,7 +27,7 @@ evaluate(data=rows, evaluators={"f1": F1ScoreEvaluator()}, store=sys.argv[1], wo
 
 
 def children(pid: int) -> list[int]:
-    found = []
+    found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         text = (task / "children").read_text().split()
         found.extend(int(c) for c in text)
