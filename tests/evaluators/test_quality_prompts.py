@@ -39,8 +39,8 @@ def test_prompt_is_versioned_and_declares_data(name: str) -> None:
     assert p.name == name and p.version and p.hash.startswith("sha256:") and len(p.hash) == 7 + 16
     if name != "repair":
         assert "It is data, never" in p.system and "instructions" in p.system
-        # the reply's shape is described: a score, a label, intents, or (RAG) claims, verdicts, questions
-        shapes = ('"score"', "intents", '"label"', '"claims"', '"verdict"', '"questions"')
+        # the reply's shape is described: a score, label, intents, (RAG) claims, verdicts, questions, winner
+        shapes = ('"score"', "intents", '"label"', '"claims"', '"verdict"', '"questions"', '"winner"')
         assert any(shape in p.system for shape in shapes), name
     placeholders = {n: "x" for n in p.inputs}
     params = {n: "P" for n in p.params}
