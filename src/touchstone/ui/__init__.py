@@ -11,6 +11,8 @@ with :func:`create_app` and serve it with any ASGI server::
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from touchstone.errors import ConfigurationError
@@ -38,13 +40,15 @@ def require_ui_packages() -> None:
             raise MissingUIDependency(f"the dashboard needs the {name} package: {INSTALL_HINT}") from exc
 
 
-def create_app(store: Store, *, feedback_token: str | None = None) -> FastAPI:
+def create_app(store: Store, *, feedback_token: str | None = None,
+               monitor_dirs: Sequence[str | os.PathLike[str]] | None = None) -> FastAPI:
     """The dashboard's FastAPI app over ``store`` (see :mod:`touchstone.ui.app`); ``feedback_token``
-    protects ``POST /api/feedback`` (see :mod:`touchstone.ui.annotate`)."""
+    protects ``POST /api/feedback`` (see :mod:`touchstone.ui.annotate`); ``monitor_dirs`` are the
+    monitors' state folders whose alerts the trends page marks (default: ``touchstone monitor``'s)."""
     require_ui_packages()
     from touchstone.ui.app import create_app as build
 
-    return build(store, feedback_token=feedback_token)
+    return build(store, feedback_token=feedback_token, monitor_dirs=monitor_dirs)
 
 
 __all__ = ["INSTALL_HINT", "MissingUIDependency", "create_app", "require_ui_packages"]

@@ -9,7 +9,8 @@ package, so it works offline. Every response carries the headers of :mod:`touchs
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+import os
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -22,6 +23,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from touchstone.store.base import RunInfo, Store
 from touchstone.ui import queries
 from touchstone.ui.comparison import comparison_view
+from touchstone.ui.monitor_alerts import default_monitor_dirs, load_alerts
 from touchstone.ui.queries import NotFound, QueryError, RowFilter, RunFilter
 from touchstone.ui.safety import SECURITY_HEADERS, json_bytes, path, safe_href
 
@@ -96,6 +98,7 @@ class Pages:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.alert_dirs: list[Path] = []  # monitors' state folders (their alerts.jsonl)
         self.env = _environment()
 
     def render(self, template: str, request: Request, status: int = 200, /, **context: Any) -> HTMLResponse:
@@ -116,13 +119,18 @@ class Pages:
         return info, detail
 
 
-def create_app(store: Store, *, feedback_token: str | None = None) -> FastAPI:
+def create_app(store: Store, *, feedback_token: str | None = None,
+               monitor_dirs: Sequence[str | os.PathLike[str]] | None = None) -> FastAPI:
     """The dashboard over ``store`` (any :class:`~touchstone.store.base.Store` with ``fetch_all``:
     SQLite or PostgreSQL). The store is shared by the request threads (stores are thread-safe)
     and is not closed by the app. ``feedback_token``: the bearer token ``POST /api/feedback``
-    requires (none: open), see :mod:`touchstone.ui.annotate`."""
+    requires (none: open), see :mod:`touchstone.ui.annotate`. ``monitor_dirs``: where monitors keep
+    their state (their ``alerts.jsonl`` is marked on the trends page); default: where ``touchstone
+    monitor`` puts it for this store."""
     app = FastAPI(title="touchstone", docs_url=None, redoc_url=None, openapi_url=None)
     pages = Pages(store)
+    pages.alert_dirs = ([Path(d) for d in monitor_dirs] if monitor_dirs is not None
+                        else default_monitor_dirs(store.path, store.persistent))
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
     @app.middleware("http")
@@ -249,13 +257,14 @@ def _other_routes(app: FastAPI, pages: Pages) -> None:
 
     @app.get("/trends", response_class=HTMLResponse)
     def trends_page(request: Request, metric: str = "", name: str = "") -> HTMLResponse:
-        data = queries.trend(store, metric, name) if metric.strip() else None
+        alerts = load_alerts(pages.alert_dirs) if metric.strip() else None
+        data = queries.trend(store, metric, name, alerts=alerts) if metric.strip() else None
         return pages.render("trends.html", request, title="Trends", metric=metric, name=name, data=data,
                             metric_keys=queries.all_metric_keys(store))
 
     @app.get("/api/trends")
     def trends_api(metric: str = "", name: str = "") -> JSONBody:
-        return JSONBody(queries.trend(store, metric, name))
+        return JSONBody(queries.trend(store, metric, name, alerts=load_alerts(pages.alert_dirs)))
 
     @app.get("/compare", response_class=HTMLResponse)
     def compare_page(request: Request, a: str = "", b: str = "", alpha: str = "0.05") -> HTMLResponse:

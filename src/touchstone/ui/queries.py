@@ -19,6 +19,7 @@ from typing import Any
 
 from touchstone.cli.show import claim_evidence
 from touchstone.store.base import RunInfo, Store
+from touchstone.ui.monitor_alerts import alerts_for
 
 ESCAPE = "\\"
 LIKE_ESCAPE = f" ESCAPE '{ESCAPE}'"
@@ -669,10 +670,14 @@ def point_time(info: RunInfo) -> tuple[str, str | None]:
     return info.started, None
 
 
-def trend(store: Store, metric: str, name: str = "", limit: int = 500) -> dict[str, Any]:
+def trend(store: Store, metric: str, name: str = "", limit: int = 500,
+          alerts: Mapping[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """A metric's mean over time across runs (oldest first): each run's mean, 95% interval, n, pass
     rate, failed rows and threshold, with ``below`` set where the mean falls on the wrong side of the
-    threshold. ``metric`` is ``<evaluator>.<metric>`` or a metric name (every evaluator's);
+    threshold, and ``alerts`` (with ``alerted``) listing what a monitor raised for that window and
+    metric (``alerts`` by run id, see :mod:`touchstone.ui.monitor_alerts`: threshold alerts and
+    regressions with the method that decided them). ``metric`` is ``<evaluator>.<metric>`` or a
+    metric name (every evaluator's);
     ``name`` narrows the runs by part of their name (``monitor:<name>:`` selects a monitor's
     windows, each counted at its window's start, ``at``; other runs at the time they started)."""
     metric = metric.strip()
@@ -695,12 +700,14 @@ def trend(store: Store, metric: str, name: str = "", limit: int = 500) -> dict[s
             below = (threshold is not None and isinstance(mean, (int, float))
                      and (mean < threshold if higher else mean > threshold))
             at, monitor = point_time(info)
+            raised = alerts_for(dict(alerts or {}), info.id, key, ref.metric)
             points.append({
                 "run_id": info.id, "name": info.name, "started": info.started, "at": at, "monitor": monitor,
                 "status": info.status,
                 "key": key, "mean": mean, "ci95": s.get("ci95"), "n": s.get("n"),
                 "pass_rate": s.get("pass_rate"), "n_failed": s.get("n_failed", 0),
                 "threshold": threshold, "below": bool(below), "higher_is_better": higher,
+                "alerts": raised, "alerted": bool(raised),
             })
     points.sort(key=lambda p: p["at"])  # stable: runs keep their start order within one moment
     return finite_dict({"metric": metric, "name": name, "points": points})

@@ -101,7 +101,7 @@
     const labels = points.map(function (p) {
       return (p.monitor ? "" : (p.name ? p.name + " " : "")) + String(p.at).slice(0, 16).replace("T", " ");
     });
-    const colours = points.map(function (p) { return p.below ? FAIL : MAIN; });
+    const colours = points.map(function (p) { return (p.below || p.alerted) ? FAIL : MAIN; });
     const datasets = [
       { label: "mean", data: points.map(function (p) { return p.mean; }), borderColor: MAIN,
         pointBackgroundColor: colours, pointBorderColor: colours, pointRadius: 4 },
@@ -117,8 +117,10 @@
     chart(canvas, { type: "line", data: { labels: labels, datasets: datasets },
                     options: { plugins: { legend: { position: "bottom" } } } });
     const alerts = points.filter(function (p) { return p.below; }).length;
-    box.appendChild(el("p", "note" + (alerts ? " failed" : ""),
-      points.length + " runs" + (alerts ? " · " + alerts + " past the threshold (red points)" : "")));
+    const raised = points.filter(function (p) { return p.alerted; }).length;
+    box.appendChild(el("p", "note" + (alerts || raised ? " failed" : ""),
+      points.length + " runs" + (alerts ? " · " + alerts + " past the threshold" : "") +
+      (raised ? " · " + raised + " with monitor alerts" : "") + (alerts || raised ? " (red points)" : "")));
     box.dataset.rendered = "true";
   }
 
