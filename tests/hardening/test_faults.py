@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -166,14 +167,41 @@ def test_cli_store_folder_corrupt_file_and_out_file(tmp_path: Path) -> None:
     assert not (tmp_path / "s.db").exists() or not RunStore(tmp_path / "s.db").list_runs()  # no run made
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files")
-def test_cli_read_only_store(tmp_path: Path) -> None:
+def _read_only(path: Path) -> Callable[[], None]:
+    """Make ``path`` unwritable even for root (the immutable attribute), else by its mode; returns
+    how to undo it."""
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(0o555 if path.is_dir() else 0o444)
+        return lambda: path.chmod(mode)
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("running as root without chattr +i: a read-only file cannot be made")
+
+    def undo() -> None:
+        subprocess.run(["chattr", "-i", str(path)], check=False)
+
+    return undo
+
+
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_cli_read_only_store(tmp_path: Path, what: str) -> None:
     data = tmp_path / "d.jsonl"
     data.write_text('{"response": "a", "ground_truth": "a"}\n')
-    assert eval_cli(str(data), "--store", str(tmp_path / "s.db")).exit_code == 0
-    (tmp_path / "s.db").chmod(0o444)
-    result = eval_cli(str(data), "--store", str(tmp_path / "s.db"))
-    assert result.exit_code in (1, 2) and "Traceback" not in result.output
+    folder = tmp_path / "store"
+    folder.mkdir()
+    store = folder / "s.db"
+    if what == "file":
+        assert eval_cli(str(data), "--store", str(store)).exit_code == 0
+    undo = _read_only(store if what == "file" else folder)
+    try:  # its own process, as a user runs it (no connection of this process is reused)
+        command = [sys.executable, "-m", "touchstone.cli", "eval", str(data), "--store", str(store), "-q"]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    finally:
+        undo()
+    output = result.stdout + result.stderr
+    assert result.returncode in (1, 2), output
+    assert "Traceback" not in output and ("read-only" in output or "writable" in output)
+    assert output.count("error:") == 1  # one clear message
 
 
 LOCKER = """
