@@ -7,6 +7,7 @@ names: the pages must show them as text and run none of them."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,3 +131,25 @@ def ui_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UIRuns]:
         yield UIRuns(path, store, baseline, candidate, judged_id, chat)
     finally:
         store.close()
+
+
+CHROMIUM = os.environ.get("TOUCHSTONE_CHROMIUM", "/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium through Playwright (the Debian browser: Playwright's own download fails
+    here). Skipped when there is no browser, unless ``TOUCHSTONE_REQUIRE_BROWSER`` is set (``.ci/run``
+    sets it): then a missing browser fails the tests instead of hiding them."""
+    if not os.path.exists(CHROMIUM):
+        message = f"no Chromium at {CHROMIUM} (apt-get install chromium, or set TOUCHSTONE_CHROMIUM)"
+        if os.environ.get("TOUCHSTONE_REQUIRE_BROWSER"):
+            pytest.fail(message)
+        pytest.skip(message)
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], headless=True)
+        try:
+            yield b
+        finally:
+            b.close()

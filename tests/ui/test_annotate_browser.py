@@ -5,7 +5,6 @@ stable (and resumes where they stopped), and hostile responses are shown as text
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -20,9 +19,6 @@ from tests.ui.conftest import HOSTILE
 from touchstone.people import annotations as an
 from touchstone.store import open_store
 from touchstone.store.base import Store
-
-CHROMIUM = os.environ.get("TOUCHSTONE_CHROMIUM", "/usr/bin/chromium")
-playwright_api = pytest.importorskip("playwright.sync_api")
 
 SYSTEM_A = "SYSTEM-ALPHA-secret-name"
 SYSTEM_B = "SYSTEM-BETA-secret-name"
@@ -70,18 +66,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         server.should_exit = True
         thread.join(timeout=10)
         store.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set TOUCHSTONE_CHROMIUM)")
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture

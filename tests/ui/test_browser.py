@@ -7,7 +7,6 @@ is shown as text."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -18,10 +17,6 @@ import pytest
 from tests.ui.conftest import HOSTILE, HOSTILE_COLUMN, HOSTILE_RUN_NAME, N_ROWS, UIRuns
 
 from touchstone.ui import create_app
-
-CHROMIUM = os.environ.get("TOUCHSTONE_CHROMIUM", "/usr/bin/chromium")
-
-playwright_api = pytest.importorskip("playwright.sync_api")
 
 # Runs before any page script: counts CSP violations (an injected inline script or handler would be
 # blocked and reported here) and keeps the page's errors.
@@ -75,18 +70,6 @@ def served(ui_runs: UIRuns) -> Iterator[Served]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set TOUCHSTONE_CHROMIUM)")
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture
