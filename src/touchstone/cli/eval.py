@@ -33,6 +33,19 @@ from touchstone.cli.common import (
     parse_pairs,
     summary_table,
 )
+from touchstone.cli.judge_options import (
+    AZURE_DEPLOYMENT,
+    AZURE_ENDPOINT,
+    CONCURRENCY,
+    HTTP_TRANSPORT,
+    JUDGE_BASE_URL,
+    JUDGE_MODEL,
+    MAX_RETRIES,
+    METRIC_FILE,
+    NO_CACHE,
+    SCORE_MODE,
+    TIMEOUT,
+)
 from touchstone.engine.option_checks import (
     check_finite,
     check_mapped_inputs,
@@ -294,38 +307,14 @@ def eval_command(
         help="The Ray cluster for --executor ray, e.g. 127.0.0.1:6379 (default: a local cluster).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
-    judge_model: str | None = typer.Option(
-        None,
-        "--judge-model",
-        help="Judge model for LLM-judged metrics (default: $TOUCHSTONE_JUDGE_MODEL, else gpt-4o-mini).",
-    ),
-    judge_base_url: str | None = typer.Option(
-        None, "--judge-base-url", help="OpenAI-compatible base URL of the judge (default: $OPENAI_BASE_URL)."
-    ),
-    score_mode: str | None = typer.Option(
-        None,
-        "--score-mode",
-        help="Judge scores: 'sampled' (default) or 'logprobs' (probability-weighted expectation).",
-    ),
-    metric_file: Path | None = typer.Option(
-        None,
-        "--metric-file",
-        help="YAML file of custom metrics (rubrics or Python functions), all added to the run.",
-    ),
-    azure_endpoint: str | None = typer.Option(
-        None, "--azure-endpoint", help="Azure OpenAI endpoint of the judge (default: $AZURE_OPENAI_ENDPOINT)."
-    ),
-    azure_deployment: str | None = typer.Option(
-        None,
-        "--azure-deployment",
-        help="Azure OpenAI deployment of the judge (default: $AZURE_OPENAI_DEPLOYMENT).",
-    ),
-    concurrency: int | None = typer.Option(
-        None,
-        "--concurrency",
-        help="Most judge requests in flight (default 32; halves on 429 and climbs back).",
-    ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the judge response cache."),
+    judge_model: str | None = JUDGE_MODEL,
+    judge_base_url: str | None = JUDGE_BASE_URL,
+    score_mode: str | None = SCORE_MODE,
+    metric_file: Path | None = METRIC_FILE,
+    azure_endpoint: str | None = AZURE_ENDPOINT,
+    azure_deployment: str | None = AZURE_DEPLOYMENT,
+    concurrency: int | None = CONCURRENCY,
+    no_cache: bool = NO_CACHE,
     resume: str | None = typer.Option(
         None, "--resume", help="Resume an interrupted run: its stored scores are kept, the rest is computed, "
         "and failures of the moment (judge calls that failed, rows a stopped run left) are scored again. "
@@ -370,10 +359,8 @@ def eval_command(
     rows_of: str | None = typer.Option(
         None, "--rows-of", help="Evaluate the rows a stored sampled run used (a paired comparison)."
     ),
-    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per judge request (default 60)."),
-    max_retries: int | None = typer.Option(
-        None, "--max-retries", help="Retries of a judge call after a transient error (default 6)."
-    ),
+    timeout: float | None = TIMEOUT,
+    max_retries: int | None = MAX_RETRIES,
     defect_level: float | None = typer.Option(
         None, "--defect-level", help="Safety metrics: a defect is a severity at or above this (default 4)."
     ),
@@ -395,12 +382,7 @@ def eval_command(
         "--target-response-path",
         help="Dotted path of the reply in a POST target's answer, e.g. answer.",
     ),
-    http_transport: str | None = typer.Option(
-        None,
-        "--http-transport",
-        help="HTTP stack under the openai client: aiohttp (less CPU per request), httpx, or auto "
-        "(default: aiohttp when installed; or $TOUCHSTONE_HTTP_TRANSPORT).",
-    ),
+    http_transport: str | None = HTTP_TRANSPORT,
 ) -> None:
     """Evaluate DATA with the chosen metrics, print a summary table, store the run.
 

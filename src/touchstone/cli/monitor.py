@@ -26,6 +26,19 @@ from touchstone.cli.common import (
     parse_pairs,
     summary_table,
 )
+from touchstone.cli.judge_options import (
+    AZURE_DEPLOYMENT,
+    AZURE_ENDPOINT,
+    CONCURRENCY,
+    HTTP_TRANSPORT,
+    JUDGE_BASE_URL,
+    JUDGE_MODEL,
+    MAX_RETRIES,
+    METRIC_FILE,
+    NO_CACHE,
+    SCORE_MODE,
+    TIMEOUT,
+)
 from touchstone.engine.planning import JudgeChoice, column_mapping_config, judge_options, plan_evaluation
 from touchstone.errors import ConfigurationError, InputValidationError, Problem
 
@@ -252,39 +265,17 @@ def monitor_command(
     maps: list[str] | None = typer.Option(None, "--map", help="Column mapping INPUT=COLUMN; repeatable."),
     store: str | None = typer.Option(None, "--store", envvar="TOUCHSTONE_STORE", help=STORE_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No window tables; alerts and errors only."),
-    judge_model: str | None = typer.Option(
-        None,
-        "--judge-model",
-        help="Judge model for LLM-judged metrics (default: $TOUCHSTONE_JUDGE_MODEL, else gpt-4o-mini).",
-    ),
-    judge_base_url: str | None = typer.Option(
-        None, "--judge-base-url", help="OpenAI-compatible base URL of the judge (default: $OPENAI_BASE_URL)."
-    ),
-    score_mode: str | None = typer.Option(
-        None, "--score-mode", help="Judge scores: 'sampled' (default) or 'logprobs' (probability-weighted)."
-    ),
-    metric_file: Path | None = typer.Option(
-        None, "--metric-file", help="YAML file of custom metrics (rubrics or Python functions), all added."
-    ),
-    azure_endpoint: str | None = typer.Option(
-        None, "--azure-endpoint", help="Azure OpenAI endpoint of the judge (default: $AZURE_OPENAI_ENDPOINT)."
-    ),
-    azure_deployment: str | None = typer.Option(
-        None,
-        "--azure-deployment",
-        help="Azure OpenAI deployment of the judge (default: $AZURE_OPENAI_DEPLOYMENT).",
-    ),
-    concurrency: int | None = typer.Option(
-        None, "--concurrency", help="Most judge requests in flight (default 32)."
-    ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the judge response cache."),
-    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per judge request (default 60)."),
-    max_retries: int | None = typer.Option(
-        None, "--max-retries", help="Retries of a judge call (default 6)."
-    ),
-    http_transport: str | None = typer.Option(
-        None, "--http-transport", help="HTTP stack under the openai client: aiohttp, httpx or auto."
-    ),
+    judge_model: str | None = JUDGE_MODEL,
+    judge_base_url: str | None = JUDGE_BASE_URL,
+    score_mode: str | None = SCORE_MODE,
+    metric_file: Path | None = METRIC_FILE,
+    azure_endpoint: str | None = AZURE_ENDPOINT,
+    azure_deployment: str | None = AZURE_DEPLOYMENT,
+    concurrency: int | None = CONCURRENCY,
+    no_cache: bool = NO_CACHE,
+    timeout: float | None = TIMEOUT,
+    max_retries: int | None = MAX_RETRIES,
+    http_transport: str | None = HTTP_TRANSPORT,
 ) -> None:
     """Monitor production traffic: evaluate METRICS on each time window of interactions from SOURCE,
     store each window as a run, and alert on thresholds and regressions.
