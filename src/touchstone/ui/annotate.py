@@ -6,17 +6,12 @@ Pages: ``/annotate`` (the tasks), ``/annotate/<task>?annotator=<id>`` (one annot
 script ``annotate.js`` fetches the items in the annotator's order, blinded, and posts each answer;
 keyboard: 1-5 rate, a / b / t choose, n / p move). No system name is ever sent to the page.
 
-``POST /api/feedback`` takes one event, a list, or ``{"events": [...]}`` as JSON
-(:mod:`touchstone.people.feedback`); a malformed body is answered 400 (not JSON), 413 (too large),
-415 (not ``application/json``) or 422 (an invalid field: ``{"error": ..., "field": ...}``). When
-the app is made with a feedback token, the request must carry ``Authorization: Bearer <token>``
-(else 401).
+``POST /api/feedback`` itself is :mod:`touchstone.ui.feedback_api` (a lean endpoint, since
+production sends it one event per request); the feedback read here is what it stored.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hmac
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -28,13 +23,12 @@ from touchstone.errors import InputValidationError
 from touchstone.people import annotations as an
 from touchstone.people import feedback as fb
 from touchstone.people import queue as q
-from touchstone.store.base import Store
 
 if TYPE_CHECKING:
     from touchstone.ui.app import Pages
 
 MAX_BODY = 1 << 20
-"""Largest feedback request body accepted (bytes): 1,000 events of about a kilobyte."""
+"""Largest JSON request body accepted (bytes)."""
 
 
 def _json(content: Any, status: int = 200) -> Any:
@@ -61,11 +55,12 @@ def shown_answers(task: an.Task, annotator: str, answers: list[tuple[int, str, s
     return out
 
 
-def annotation_router(pages: Pages, feedback_token: str | None = None) -> APIRouter:
-    """The routes of this module over the pages' store."""
+def annotation_router(pages: Pages) -> APIRouter:
+    """The routes of this module over the pages' store (``POST /api/feedback`` is
+    :mod:`touchstone.ui.feedback_api`'s)."""
     router = APIRouter()
     _annotation_routes(router, pages)
-    _feedback_routes(router, pages, feedback_token)
+    _feedback_routes(router, pages)
     return router
 
 
@@ -142,72 +137,8 @@ async def _read_json(request: Request) -> tuple[Any, Any]:
         return None, _error(f"the body is not valid JSON: {exc}", 400, "body")
 
 
-class GroupWriter:
-    """Writes feedback events in group commits: requests that arrive while a write is in progress
-    wait for the next one, which writes all of them in one transaction (one commit for many
-    requests, instead of one each). A request is answered only once its events are committed."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.pending: list[tuple[list[fb.FeedbackEvent], asyncio.Future[int]]] = []
-        self.running = False
-
-    async def write(self, events: list[fb.FeedbackEvent]) -> int:
-        """Write ``events`` (with whatever else is waiting); returns how many of them were written."""
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self.pending.append((events, future))
-        if not self.running:
-            self.running = True
-            asyncio.get_running_loop().create_task(self._drain())
-        return await future
-
-    async def _drain(self) -> None:
-        try:
-            while self.pending:
-                group, self.pending = self.pending, []
-                everything = [e for events, _ in group for e in events]
-                try:
-                    await run_in_threadpool(fb.record_feedback, self.store, everything)
-                except Exception as exc:  # every request of the group learns of it
-                    for _, future in group:
-                        if not future.done():
-                            future.set_exception(exc)
-                    continue
-                for events, future in group:
-                    if not future.done():
-                        future.set_result(len(events))
-        finally:
-            self.running = False
-
-
-def _authorised(request: Request, token: str | None) -> bool:
-    if not token:
-        return True
-    given = request.headers.get("authorization", "")
-    scheme, _, value = given.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
-
-
-def _feedback_routes(router: APIRouter, pages: Pages, token: str | None) -> None:
+def _feedback_routes(router: APIRouter, pages: Pages) -> None:
     store = pages.store
-    writer = GroupWriter(store)
-
-    @router.post("/api/feedback", status_code=201)
-    async def feedback_api(request: Request) -> Any:
-        if not _authorised(request, token):
-            response = _error("missing or wrong bearer token (Authorization: Bearer <token>)", 401,
-                              "authorization")
-            response.headers["WWW-Authenticate"] = "Bearer"
-            return response
-        body, problem = await _read_json(request)
-        if problem is not None:
-            return problem
-        try:
-            events = fb.parse_events(body)
-        except fb.FeedbackError as exc:
-            return _error(str(exc), 422, exc.field)
-        count = await writer.write(events)
-        return _json({"accepted": count}, 201)
 
     @router.get("/api/feedback/windows")
     def windows_api(window: str = "day", since: str = "", until: str = "", run: str = "",

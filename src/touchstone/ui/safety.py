@@ -66,3 +66,32 @@ def json_bytes(value: Any) -> bytes:
     ``</script>`` or markup survives even if a browser were to read it as HTML."""
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=str, separators=(",", ":"))
     return text.translate(_SCRIPT_SAFE).encode("utf-8")
+
+
+_RAW_HEADERS = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in SECURITY_HEADERS.items()]
+
+
+class SecurityHeadersMiddleware:
+    """Adds :data:`SECURITY_HEADERS` to every HTTP response that does not set them itself.
+
+    A plain ASGI middleware rather than ``@app.middleware("http")``: Starlette's function middleware
+    runs each request through a task group and memory streams, which cost about as much as the
+    whole feedback endpoint (``POST /api/feedback`` is sent once per production event)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or ())
+                present = {bytes(name).lower() for name, _ in headers}
+                headers.extend(h for h in _RAW_HEADERS if h[0] not in present)
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
