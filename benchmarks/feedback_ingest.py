@@ -36,14 +36,34 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _serve(where: str, port: int, token: str) -> None:
+def _serve(where: str, port: int, token: str, http: str, loop: str) -> None:
     import uvicorn
 
     from touchstone.ui import create_app
 
     store = open_store(where)
     uvicorn.run(create_app(store, feedback_token=token), host="127.0.0.1", port=port, log_level="warning",
-                access_log=False)
+                access_log=False, http=http, loop=loop)  # type: ignore[arg-type]
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _stack(http: str, loop: str) -> str:
+    """What uvicorn picks for ``auto``: httptools and uvloop when installed."""
+    import importlib.util
+
+    if http == "auto":
+        http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    if loop == "auto":
+        loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    return f"{http}/{loop}"
 
 
 def _event(i: int, n_rows: int) -> dict[str, Any]:
@@ -78,6 +98,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1, help="events per request (1 to 1000)")
     parser.add_argument("--rows", type=int, default=1000, help="rows (interactions) of the stored run")
     parser.add_argument("--store", default=None, help="a postgresql:// URL (default: a new SQLite file)")
+    parser.add_argument("--http", default="auto", choices=("auto", "h11", "httptools"),
+                        help="uvicorn's HTTP parser (auto: httptools when installed)")
+    parser.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"),
+                        help="uvicorn's event loop (auto: uvloop when installed)")
     args = parser.parse_args()
 
     folder = tempfile.mkdtemp(prefix="feedback-bench-")
@@ -89,7 +113,8 @@ def main() -> None:
     before = len(feedback_for(store))
 
     port, token = _free_port(), "bench-token"
-    server = multiprocessing.get_context("spawn").Process(target=_serve, args=(where, port, token),
+    server = multiprocessing.get_context("spawn").Process(target=_serve,
+                                                          args=(where, port, token, args.http, args.loop),
                                                           daemon=True)
     server.start()
     deadline = time.monotonic() + 60
@@ -108,12 +133,14 @@ def main() -> None:
     shares: list[list[bytes]] = [bodies[c::args.clients] for c in range(args.clients)]
     failures: list[str] = []
     threads = [threading.Thread(target=_client, args=(port, token, share, failures)) for share in shares]
+    server_cpu = _cpu_seconds(server.pid or 0)
     start = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - start
+    server_cpu = _cpu_seconds(server.pid or 0) - server_cpu
     server.terminate()
     server.join(10)
 
@@ -124,9 +151,10 @@ def main() -> None:
     store.close()
     load = os.getloadavg()[0]
     print(f"backend {'postgresql' if args.store else 'sqlite'}  events {args.events}  batch {args.batch}  "
-          f"clients {args.clients}  requests {len(bodies)}")
+          f"clients {args.clients}  requests {len(bodies)}  server {_stack(args.http, args.loop)}")
     print(f"  {elapsed:.2f} s  {args.events / elapsed:,.0f} events/s  "
-          f"{len(bodies) / elapsed:,.0f} requests/s")
+          f"{len(bodies) / elapsed:,.0f} requests/s  "
+          f"server CPU {1e6 * server_cpu / len(bodies):,.0f} us/request")
     print(f"  stored {len(stored)} of {args.events}  failed requests {len(failures)}  "
           f"rows with feedback {len(linked)} of {args.rows}  load average {load:.1f}")
     if failures:
