@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -295,6 +295,13 @@ def _check_options(alpha: float, n_boot: int) -> None:
         raise InputValidationError(problems)
 
 
+def _kept(match: RowMatch, keep: Callable[[int, int], bool] | None) -> RowMatch:
+    if keep is None:
+        return match
+    return RowMatch(match.match_by, [p for p in match.pairs if keep(p[1], p[2])], match.unmatched_a,
+                    match.unmatched_b)
+
+
 def compare_runs(
     store: Store,
     run_a: str,
@@ -305,6 +312,7 @@ def compare_runs(
     n_boot: int = 2000,
     seed: int = 0,
     match_by: MatchBy = "auto",
+    keep: Callable[[int, int], bool] | None = None,
 ) -> RunComparison:
     """Compare run ``run_b`` (the candidate) with run ``run_a`` (the reference) on their matched rows.
 
@@ -319,12 +327,13 @@ def compare_runs(
     "worse" (by the metric's direction, from the runs' summaries, else the registry) when the
     Holm-adjusted permutation p-value is below ``alpha``, else "no detectable difference" ("not
     compared" without a pair); ``pass_verdict`` is the same for the pass rate by McNemar's test.
-    ``RunComparison.regressions`` lists the metrics worse on either. Raises
+    ``RunComparison.regressions`` lists the metrics worse on either. ``keep(index in A, index in B)``
+    restricts the comparison to the matched pairs it accepts (e.g. rows with user feedback). Raises
     :class:`~touchstone.compare.matching.UnknownRunError` for a run the store does not have,
     :class:`~touchstone.errors.InputValidationError` for other bad input."""
     _check_options(alpha, n_boot)
     a, b = load_run(store, run_a), load_run(store, run_b)
-    match = match_rows(a, b, match_by)
+    match = _kept(match_rows(a, b, match_by), keep)
     compared: list[MetricComparison] = []
     for evaluator, score in select_metrics(a, b, metrics):
         pairs = _pairs(match, a.cells[(evaluator, score)], b.cells[(evaluator, score)])
@@ -381,6 +390,7 @@ def rows_changed_most(
     limit: int = 20,
     match_by: MatchBy = "auto",
     with_data: bool = True,
+    keep: Callable[[int, int], bool] | None = None,
 ) -> list[RowChange]:
     """The matched rows whose scores changed most between run A and run B, largest change first.
 
@@ -389,11 +399,11 @@ def rows_changed_most(
     difference divided by the spread (max - min) of that metric over both runs so that a 0-1 score and
     a 1-5 rating weigh alike. Rows that did not change are not listed. ``with_data`` attaches each
     row's stored inputs, target output and the metric's evaluator outputs (reasons) from both runs
-    (side by side)."""
+    (side by side). ``keep``: only the pairs it accepts, as in :func:`compare_runs`."""
     if limit < 0:
         raise InputValidationError(f"limit must be 0 or more, got {limit}")
     a, b = load_run(store, run_a), load_run(store, run_b)
-    match = match_rows(a, b, match_by)
+    match = _kept(match_rows(a, b, match_by), keep)
     # (weight, order, pair, metric): RowChange objects are built for the rows kept only
     found: list[tuple[float, int, tuple[Hashable, int, int, float, float], tuple[str, str, bool]]] = []
     order = 0
