@@ -19,6 +19,15 @@ def _private_judge_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("TOUCHSTONE_CACHE", str(tmp_path_factory.mktemp("judge-cache") / "cache.db"))
 
 
+@pytest.fixture(autouse=True)
+def _fresh_server_knowledge() -> None:
+    """Each test meets its judge servers as a new process does: nothing remembered from another
+    test's run (tests/judges/test_known_servers.py checks the remembering itself)."""
+    from touchstone.judges import known_servers
+
+    known_servers.forget_all()
+
+
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAIServer]:
     """A running fake server; set ``handler``, ``latency``, ``max_concurrency``, ``faults``... on it.

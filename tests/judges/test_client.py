@@ -77,8 +77,14 @@ async def test_transport_choice_is_used_and_reported(
         [model] = session.info()["models"]
         backend = session.backend(as_model_config(cfg))
         assert model["http_transport"] == transport == backend.transport  # type: ignore[attr-defined]
-        stack = type(backend.client._client._transport).__module__  # type: ignore[attr-defined]
-        assert ("aiohttp" in stack) == (transport == "aiohttp")
+        # aiohttp: the body goes straight over an aiohttp session; httpx: through the openai client
+        sender = backend.sender  # type: ignore[attr-defined]
+        if transport == "aiohttp":
+            assert sender is not None and backend.client is None  # type: ignore[attr-defined]
+            assert "aiohttp" in type(sender._session).__module__
+        else:
+            stack = type(backend.client._client._transport).__module__  # type: ignore[attr-defined]
+            assert sender is None and "httpx" in stack
     assert fake_openai.count == 1
 
 

@@ -29,6 +29,7 @@ from typing import Any, NoReturn, TypeVar
 
 from touchstone.engine.context import RunContext, add_usage, register_run_hook
 from touchstone.errors import ConfigurationError, RunAbortedError
+from touchstone.judges import known_servers
 from touchstone.judges.cache import JudgeCache, cache_key
 from touchstone.judges.config import JudgeSettings, ModelConfiguration
 from touchstone.judges.errors import (
@@ -105,6 +106,7 @@ class JudgeSession:
         self._final_info: dict[str, Any] | None = None
         self.users = 0
         self._hedges = 0
+        self._remembered: set[str] = set()  # backends started from an earlier run's knowledge
 
     # ------------------------------------------------------------------ resources
     @property
@@ -126,12 +128,16 @@ class JudgeSession:
             except ConfigurationError as exc:
                 self.aborted = RunAbortedError(f"judge model {config.model_name!r}: {exc}")
                 raise self._abort_copy() from None
+            if known_servers.recall(key, backend) is not None:
+                self._remembered.add(key)
             self._backends[key] = backend
             self._configs[key] = config
         return backend
 
     async def close_connections(self) -> None:
         """Close the HTTP clients (they are opened again by the next call, with fresh limits)."""
+        for key, backend in self._backends.items():
+            known_servers.remember(key, backend)
         backends = list(self._backends.values())
         self._backends.clear()
         for backend in backends:
@@ -168,6 +174,8 @@ class JudgeSession:
                 entry["unsupported_params"] = sorted(backend.unsupported)
                 if backend.structured.decided:
                     entry["structured_output"] = backend.structured.mode
+                if key in self._remembered:
+                    entry["negotiated"] = "remembered from an earlier run in this process"
                 transport = getattr(backend, "transport", None)
                 if transport is not None:
                     entry["http_transport"] = transport
@@ -386,7 +394,7 @@ class JudgeSession:
     ) -> None:
         """Stop the run when the backend's first calls all met the same HTTP 500 or found no server
         (see :data:`SAME_FIRST_FAILURES`); anything after a success keeps its retries."""
-        if backend.contact.open:
+        if backend.confirmed:
             return
         if error.status not in _DETERMINISTIC_STATUSES and not isinstance(error, Unreachable):
             return
@@ -414,7 +422,7 @@ class JudgeSession:
             if self.aborted is not None:
                 raise self._abort_copy()
             response = await self._request(backend, send)
-            contact.open = True
+            contact.open = backend.confirmed = True
         finally:
             if probing:
                 contact.release()

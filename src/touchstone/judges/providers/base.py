@@ -150,7 +150,9 @@ class Backend(Protocol):
     request at a time, so a server that fails every call is found out in a few requests);
     ``structured`` the negotiated structured-output mode; ``unsupported`` the optional parameters the
     server refused; ``first_failure`` and ``first_failures`` the identical server error the first
-    calls met and how many times."""
+    calls met and how many times; ``confirmed`` whether a request succeeded in this run (``contact``
+    may also be open from what an earlier run in this process learnt: see
+    :mod:`touchstone.judges.known_servers`)."""
 
     limiter: AdaptiveLimiter
     rpm: TokenBucket | None
@@ -159,6 +161,7 @@ class Backend(Protocol):
     host: str
     structured: StructuredOutput
     contact: Gate
+    confirmed: bool
     first_failure: str | None
     first_failures: int
 
@@ -191,6 +194,7 @@ class BackendBase:
     unsupported: set[str] = field(init=False, default_factory=set)
     structured: StructuredOutput = field(init=False, default_factory=StructuredOutput)
     contact: Gate = field(init=False, default_factory=Gate)
+    confirmed: bool = field(init=False, default=False)
     first_failure: str | None = field(init=False, default=None)
     first_failures: int = field(init=False, default=0)
 

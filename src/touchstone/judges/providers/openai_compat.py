@@ -36,6 +36,7 @@ from touchstone.judges.providers.base import (
     connection_failure,
     exhausted_pause,
 )
+from touchstone.judges.providers.direct_http import DirectSender, HTTPStatusFailure
 
 AZURE_SCOPE = "https://cognitiveservices.azure.com/.default"
 CONNECTIONS_PER_CLIENT = 16
@@ -64,6 +65,7 @@ class OpenAIBackend(BackendBase):
         self._openai = openai
         self._secret = config.resolved_api_key()
         self._tokens: list[str] = []  # the latest Entra ID tokens handed out: redacted like the key
+        self.sender: DirectSender | None = None  # plain OpenAI-compatible servers over aiohttp
         headers = dict(getattr(config, "extra_headers", None) or {})
         common: dict[str, Any] = {
             "max_retries": 0,
@@ -72,7 +74,8 @@ class OpenAIBackend(BackendBase):
         }
         self.transport = resolve_transport(settings.http_transport)
         httpx = _httpx_module(importlib.import_module("openai._base_client"))
-        if self.transport == "aiohttp":
+        direct = self.transport == "aiohttp" and isinstance(config, OpenAIConfig)
+        if self.transport == "aiohttp" and not direct:
             # One pool for all requests; keep every connection the limit allows alive between calls.
             common["http_client"] = openai.DefaultAioHttpClient(
                 timeout=settings.timeout,
@@ -115,6 +118,12 @@ class OpenAIBackend(BackendBase):
                 common["default_headers"] = {**headers, "Authorization": basic}
                 self._tokens.append(basic.split(" ", 1)[1])
             organization = config.organization
+            if direct:
+                # the body is built here already: send it straight, without the SDK's request machinery
+                fixed = {"Authorization": f"Bearer {key}", **(common["default_headers"] or {})}
+                if organization:
+                    fixed["OpenAI-Organization"] = organization
+                self.sender = DirectSender(base_url, fixed, settings.timeout)
 
             def factory() -> Any:
                 return openai.AsyncOpenAI(api_key=key, base_url=base_url, organization=organization, **common)
@@ -129,8 +138,8 @@ class OpenAIBackend(BackendBase):
             if self.transport == "aiohttp"
             else max(1, min(16, -(-settings.concurrency // CONNECTIONS_PER_CLIENT)))
         )
-        self.clients: list[Any] = [factory() for _ in range(shards)]
-        self.client = self.clients[0]
+        self.clients: list[Any] = [] if self.sender is not None else [factory() for _ in range(shards)]
+        self.client = self.clients[0] if self.clients else None
         self._next = 0
         self._raw_type = httpx.Response
 
@@ -215,6 +224,8 @@ class OpenAIBackend(BackendBase):
         return await self._send("/embeddings", {"model": model, "input": texts}, timeout)
 
     async def _send(self, path: str, body: dict[str, Any], timeout: float) -> Response:
+        if self.sender is not None:
+            return await self._send_direct(self.sender, path, body, timeout)
         openai = self._openai
         try:
             # ``post`` sends the body as given (the typed resource methods re-walk every message,
@@ -230,17 +241,42 @@ class OpenAIBackend(BackendBase):
         except (asyncio.TimeoutError, openai.APITimeoutError, openai.APIConnectionError) as exc:
             # aiohttp's stack reports a refused connection as a connect *timeout*: the causes tell
             raise connection_failure(exc, self.host, timeout) from None
+        return _decoded_reply(content, headers)
+
+    async def _send_direct(
+        self, sender: DirectSender, path: str, body: dict[str, Any], timeout: float
+    ) -> Response:
         try:
-            data = json.loads(content)
-        except ValueError:
-            raise TransientError("malformed JSON in the reply") from None
-        if not isinstance(data, dict):
-            raise TransientError("malformed reply (not a JSON object)")
-        return Response(data, exhausted_pause(headers))
+            content, headers = await sender.post(path, body, timeout + 1.0)
+        except HTTPStatusFailure as exc:
+            failure = classify_status(exc.status, exc.body, exc.headers, body)
+            failure.message = redact(failure.message, [self._secret, *self._tokens])
+            raise failure from None
+        except (asyncio.TimeoutError, OSError, self._aiohttp_errors) as exc:
+            raise connection_failure(exc, self.host, timeout) from None
+        return _decoded_reply(content, headers)
+
+    @property
+    def _aiohttp_errors(self) -> type[Exception]:
+        import aiohttp
+
+        return aiohttp.ClientError
 
     async def aclose(self) -> None:
+        if self.sender is not None:
+            await self.sender.aclose()
         for client in self.clients:
             await client.close()
+
+
+def _decoded_reply(content: bytes, headers: Any) -> Response:
+    try:
+        data = json.loads(content)
+    except ValueError:
+        raise TransientError("malformed JSON in the reply") from None
+    if not isinstance(data, dict):
+        raise TransientError("malformed reply (not a JSON object)")
+    return Response(data, exhausted_pause(headers))
 
 
 async def _bounded(call: Awaitable[Any], seconds: float) -> Any:
