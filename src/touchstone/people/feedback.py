@@ -326,13 +326,100 @@ def interaction_ids(store: Store, run_id: str, id_column: str | None = None) -> 
             decoded = json.loads(data)
         except (TypeError, ValueError):
             decoded = {}
-        found = None
-        for column in (id_column,) if id_column else ID_COLUMNS:
-            value = decoded.get(column) if isinstance(decoded, dict) else None
-            if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
-                found = str(value)
-                break
-        out[int(idx)] = found or f"{run_id}:{idx}"
+        out[int(idx)] = interaction_id_of(run_id, int(idx), decoded, id_column)
+    return out
+
+
+def interaction_id_of(run_id: str, idx: int, data: Any, id_column: str | None = None) -> str:
+    """One row's interaction id (see :func:`interaction_ids`) from its decoded input ``data``."""
+    for column in (id_column,) if id_column else ID_COLUMNS:
+        value = data.get(column) if isinstance(data, dict) else None
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
+            return str(value)
+    return f"{run_id}:{idx}"
+
+
+def _sqlite_id(column: str, alias: str) -> str:
+    path = f"'$.{column}'"
+    value = f"json_extract({alias}.data, {path})"
+    return (f"CASE WHEN json_type({alias}.data, {path}) IN ('text', 'integer') AND {value} <> '' "
+            f"THEN CAST({value} AS TEXT) END")
+
+
+def _postgres_id(column: str) -> str:
+    # a whole number only, as Python reads it (42 is an id, 42.0 is not)
+    return (f"CASE WHEN jsonb_typeof(d.j -> '{column}') = 'string' AND d.j ->> '{column}' <> '' "
+            f"THEN d.j ->> '{column}' WHEN jsonb_typeof(d.j -> '{column}') = 'number' AND "
+            f"(d.j ->> '{column}') ~ '^-?[0-9]+$' THEN d.j ->> '{column}' END")
+
+
+def interaction_id_sql(dialect: str, alias: str = "r") -> str:
+    """SQL for the interaction id of the ``rows`` table's row ``alias``, the rule of
+    :func:`interaction_ids` (its ``interaction_id`` or ``id`` input when a non-empty string or a
+    whole number, else ``<run id>:<row index>``) written for ``dialect`` (``sqlite`` or
+    ``postgresql``), so a query joins a run's rows to their feedback without reading them."""
+    fallback = f"{alias}.run_id || ':' || CAST({alias}.idx AS TEXT)"
+    if dialect == "postgresql":
+        # the row's JSON decoded once per row (OFFSET 0 keeps the planner from inlining it per use)
+        found = ", ".join(_postgres_id(c) for c in ID_COLUMNS)
+        decoded = f"(SELECT CAST({alias}.data AS jsonb) AS j OFFSET 0) d"
+        return f"COALESCE((SELECT COALESCE({found}) FROM {decoded}), {fallback})"
+    found = ", ".join(_sqlite_id(c, alias) for c in ID_COLUMNS)
+    return f"COALESCE(CASE WHEN json_valid({alias}.data) THEN COALESCE({found}) END, {fallback})"
+
+
+ROW_FILTERS = ("any", "none", "failure", *KINDS)
+"""What a run's rows can be filtered by (:func:`row_filter_sql`): any feedback, none, a
+user-reported failure (see :attr:`FeedbackEvent.failure`), or at least one event of a kind."""
+
+_FAILURE_SQL = ("(f.kind IN (" + ", ".join(f"'{k}'" for k in sorted(FAILURE_KINDS)) + ") OR "
+                "(f.kind = 'rating' AND f.value <= 2) OR (f.kind = 'task_completion' AND f.value = 0))")
+
+
+def row_filter_sql(dialect: str, having: str = "", rating_at_most: float | None = None,
+                   alias: str = "r") -> tuple[str, list[object]]:
+    """A ``WHERE`` condition (and its parameters) keeping the rows ``alias`` whose interaction has
+    feedback ``having`` (one of :data:`ROW_FILTERS`; empty: no condition) and, with
+    ``rating_at_most``, a mean rating at most that; ``("", [])`` when neither is asked. One index
+    lookup in ``feedback`` per row (its ``interaction_id`` index), so it scales with the run."""
+    if having and having not in ROW_FILTERS:
+        raise InputValidationError(f"feedback filter must be one of {', '.join(ROW_FILTERS)}, got {having!r}")
+    if rating_at_most is not None and not math.isfinite(rating_at_most):
+        raise InputValidationError(f"rating_at_most must be a finite number, got {rating_at_most!r}")
+    key = interaction_id_sql(dialect, alias)
+    clauses: list[str] = []
+    params: list[object] = []
+    events = f"SELECT 1 FROM feedback f WHERE f.interaction_id = {key}"
+    if having == "any":
+        clauses.append(f"EXISTS ({events})")
+    elif having == "none":
+        clauses.append(f"NOT EXISTS ({events})")
+    elif having == "failure":
+        clauses.append(f"EXISTS ({events} AND {_FAILURE_SQL})")
+    elif having:
+        clauses.append(f"EXISTS ({events} AND f.kind = ?)")
+        params.append(having)
+    if rating_at_most is not None:
+        clauses.append(f"(SELECT AVG(f.value) FROM feedback f WHERE f.interaction_id = {key} "
+                       "AND f.kind = 'rating') <= ?")
+        params.append(float(rating_at_most))
+    return " AND ".join(clauses), params
+
+
+def feedback_columns(store: Store, interactions: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The feedback columns (as :func:`run_feedback` makes them, and ``last_error_report``: the text
+    of the latest error report) of some interactions: ``{interaction id: {column: value}}`` for
+    those with feedback. For a page of rows, not a whole run."""
+    out: dict[str, dict[str, Any]] = {}
+    unique = sorted(set(interactions))
+    for i in range(0, len(unique), 500):  # well under both backends' limits on bound parameters
+        for event in feedback_for(store, unique[i:i + 500]):
+            columns = out.setdefault(event.interaction_id, {"_n": {}})
+            _add(columns, event)
+            if event.kind == "error_report":
+                columns["last_error_report"] = event.text  # oldest first: the latest one stays
+    for columns in out.values():
+        _finish(columns)
     return out
 
 
@@ -358,11 +445,15 @@ def run_feedback(store: Store, run_id: str, id_column: str | None = None) -> dic
             for idx in by_interaction[event.interaction_id]:
                 _add(out.setdefault(idx, {"_n": {}}), event)
     for columns in out.values():
-        counts = columns.pop("_n")
-        for name in ("rating", "session_length", "task_completion"):
-            if name in columns:
-                columns[name] = columns[name] / counts[name]
+        _finish(columns)
     return out
+
+
+def _finish(columns: dict[str, Any]) -> None:
+    counts = columns.pop("_n")
+    for name in ("rating", "session_length", "task_completion"):
+        if name in columns:
+            columns[name] = columns[name] / counts[name]
 
 
 def _add(columns: dict[str, Any], event: FeedbackEvent) -> None:
@@ -396,7 +487,8 @@ def filter_rows(
 
 
 __all__ = [
-    "EXPLICIT_KINDS", "FAILURE_KINDS", "FEEDBACK_COLUMNS", "IMPLICIT_KINDS", "KINDS", "FeedbackError",
-    "FeedbackEvent", "Window", "aggregate", "feedback_for", "filter_rows", "interaction_ids", "parse_event",
-    "parse_events", "record_feedback", "run_feedback",
+    "EXPLICIT_KINDS", "FAILURE_KINDS", "FEEDBACK_COLUMNS", "IMPLICIT_KINDS", "KINDS", "ROW_FILTERS",
+    "FeedbackError", "FeedbackEvent", "Window", "aggregate", "feedback_columns", "feedback_for",
+    "filter_rows", "interaction_id_of", "interaction_id_sql", "interaction_ids", "parse_event",
+    "parse_events", "record_feedback", "row_filter_sql", "run_feedback",
 ]

@@ -22,13 +22,21 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from touchstone.store.base import RunInfo, Store
 from touchstone.ui import feedback_api, queries
-from touchstone.ui.comparison import comparison_view
+from touchstone.ui.comparison import FeedbackRows, comparison_view
 from touchstone.ui.monitor_alerts import default_monitor_dirs, load_alerts
 from touchstone.ui.queries import NotFound, QueryError, RowFilter, RunFilter
 from touchstone.ui.safety import SecurityHeadersMiddleware, json_bytes, path, safe_href
 
 HERE = Path(__file__).resolve().parent
 PAGE_SIZES = (25, 50, 100, 200)
+FEEDBACK_FILTERS = (
+    ("any", "any feedback"), ("none", "no feedback"), ("failure", "a reported failure"),
+    ("thumbs_down", "thumbs down"), ("thumbs_up", "thumbs up"), ("rating", "a rating"),
+    ("error_report", "an error report"), ("escalation", "an escalation"), ("abandonment", "abandoned"),
+    ("task_completion", "task completion"), ("session_length", "session length"),
+    ("return_visit", "a return visit"),
+)
+"""The feedback filter's choices (each of ``people.feedback.ROW_FILTERS``) and their labels."""
 
 
 class JSONBody(Response):
@@ -192,9 +200,10 @@ def _runs_routes(app: FastAPI, pages: Pages) -> None:
 
 
 def _row_filter(q: str, metric: str, min_: str, max_: str, status: str, passed: str, column: str,
-                value: str, sort: str) -> RowFilter:
+                value: str, sort: str, feedback: str = "", rating_max: str = "") -> RowFilter:
     return RowFilter(q=q, metric=metric, min=_float(min_, "min"), max=_float(max_, "max"), status=status,
-                     passed=passed, column=column, value=value, sort=sort or "idx")
+                     passed=passed, column=column, value=value, sort=sort or "idx", feedback=feedback,
+                     rating_max=_float(rating_max, "rating_max"))
 
 
 def _run_routes(app: FastAPI, pages: Pages) -> None:
@@ -204,19 +213,20 @@ def _run_routes(app: FastAPI, pages: Pages) -> None:
     def run_page(
         request: Request, run_id: str, q: str = "", metric: str = "", min_: str = Query("", alias="min"),
         max_: str = Query("", alias="max"), status: str = "", passed: str = "", column: str = "",
-        value: str = "", sort: str = "idx", page_no: int = Query(1, alias="page", ge=1),
-        size: int = Query(50, ge=1, le=500),
+        value: str = "", sort: str = "idx", feedback: str = "", rating_max: str = "",
+        page_no: int = Query(1, alias="page", ge=1), size: int = Query(50, ge=1, le=500),
     ) -> HTMLResponse:
         info = pages.run(run_id)
-        f = _row_filter(q, metric, min_, max_, status, passed, column, value, sort)
+        f = _row_filter(q, metric, min_, max_, status, passed, column, value, sort, feedback, rating_max)
         result = queries.rows_page(store, info, f, page_no, size)
         columns = queries.input_columns(store, info)
         query = {"q": q, "metric": metric, "min": min_, "max": max_, "status": status, "passed": passed,
-                 "column": column, "value": value, "sort": sort, "size": size}
+                 "column": column, "value": value, "sort": sort, "feedback": feedback,
+                 "rating_max": rating_max, "size": size}
         return pages.render(
             "run.html", request, title=f"Run {info.id}", info=info, summary=queries.summary_rows(info),
             result=result, metrics=queries.metric_keys(queries.run_metrics(store, info)), columns=columns,
-            shown_columns=columns[:4], f=f, query=query)
+            shown_columns=columns[:4], f=f, query=query, feedback_filters=FEEDBACK_FILTERS)
 
     @app.get("/api/runs/{run_id}")
     def run_api(run_id: str) -> JSONBody:
@@ -228,11 +238,11 @@ def _run_routes(app: FastAPI, pages: Pages) -> None:
     def rows_api(
         run_id: str, q: str = "", metric: str = "", min_: str = Query("", alias="min"),
         max_: str = Query("", alias="max"), status: str = "", passed: str = "", column: str = "",
-        value: str = "", sort: str = "idx", page_no: int = Query(1, alias="page", ge=1),
-        size: int = Query(50, ge=1, le=500),
+        value: str = "", sort: str = "idx", feedback: str = "", rating_max: str = "",
+        page_no: int = Query(1, alias="page", ge=1), size: int = Query(50, ge=1, le=500),
     ) -> JSONBody:
         info = pages.run(run_id)
-        f = _row_filter(q, metric, min_, max_, status, passed, column, value, sort)
+        f = _row_filter(q, metric, min_, max_, status, passed, column, value, sort, feedback, rating_max)
         return JSONBody(queries.rows_page(store, info, f, page_no, size).as_dict())
 
     @app.get("/api/runs/{run_id}/distributions")
@@ -264,12 +274,17 @@ def _other_routes(app: FastAPI, pages: Pages) -> None:
         return JSONBody(queries.trend(store, metric, name, alerts=load_alerts(pages.alert_dirs)))
 
     @app.get("/compare", response_class=HTMLResponse)
-    def compare_page(request: Request, a: str = "", b: str = "", alpha: str = "0.05") -> HTMLResponse:
-        view = comparison_view(store, a, b, alpha) if a and b else None
+    def compare_page(request: Request, a: str = "", b: str = "", alpha: str = "0.05", feedback: str = "",
+                     rating_max: str = "") -> HTMLResponse:
+        only = FeedbackRows(feedback, _float(rating_max, "rating_max"))
+        view = comparison_view(store, a, b, alpha, only=only) if a and b else None
         recent = queries.list_runs(store, RunFilter(), 1, 200).items
         return pages.render("compare.html", request, title="Compare", a=a, b=b, alpha=alpha, view=view,
-                            recent=recent)
+                            recent=recent, feedback=feedback, rating_max=rating_max,
+                            feedback_filters=FEEDBACK_FILTERS)
 
     @app.get("/api/compare")
-    def compare_api(a: str, b: str, alpha: str = "0.05") -> JSONBody:
-        return JSONBody(comparison_view(store, a, b, alpha))
+    def compare_api(a: str, b: str, alpha: str = "0.05", feedback: str = "",
+                    rating_max: str = "") -> JSONBody:
+        only = FeedbackRows(feedback, _float(rating_max, "rating_max"))
+        return JSONBody(comparison_view(store, a, b, alpha, only=only))

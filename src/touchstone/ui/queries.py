@@ -18,6 +18,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from touchstone.cli.show import claim_evidence
+from touchstone.people import feedback as fb
 from touchstone.store.base import RunInfo, Store
 from touchstone.ui.monitor_alerts import alerts_for
 
@@ -297,7 +298,9 @@ class RowFilter:
     ``no``: its verdict) and, when given, the ``status`` filter (``ok`` / ``failed``) applies to that
     metric, else to any evaluator of the row; ``column``/``value``: an input column whose value
     contains the text; ``sort``: ``idx`` (default), ``value`` or ``-value`` (the metric's value,
-    missing values last)."""
+    missing values last); ``feedback``: rows whose interaction got user feedback of that sort (one
+    of :data:`~touchstone.people.feedback.ROW_FILTERS`: ``any``, ``none``, ``failure`` or a kind
+    such as ``thumbs_down``); ``rating_max``: rows whose users' mean rating is at most that."""
 
     q: str = ""
     metric: str = ""
@@ -308,6 +311,8 @@ class RowFilter:
     column: str = ""
     value: str = ""
     sort: str = "idx"
+    feedback: str = ""
+    rating_max: float | None = None
 
 
 def _check_row_filter(f: RowFilter) -> None:
@@ -326,11 +331,19 @@ def _check_row_filter(f: RowFilter) -> None:
         raise QueryError("a score range, a verdict filter or sorting by value needs a metric")
     if f.value and not f.column:
         raise QueryError("a column value filter needs a column")
+    if f.feedback not in ("", *fb.ROW_FILTERS):
+        raise QueryError(f"feedback must be one of {', '.join(fb.ROW_FILTERS)}, got {f.feedback!r}")
+    if f.rating_max is not None and not math.isfinite(f.rating_max):
+        raise QueryError(f"rating_max must be a finite number, got {f.rating_max!r}")
 
 
-def _dialect(store: Store) -> str:
+def dialect_of(store: Store) -> str:
+    """The store's SQL dialect: ``sqlite`` or ``postgresql``."""
     dialect = getattr(store, "dialect", None)
     return str(getattr(dialect, "name", "sqlite"))
+
+
+_dialect = dialect_of
 
 
 def _column_clause(store: Store, column: str, value: str) -> tuple[str, list[Any]]:
@@ -381,6 +394,10 @@ def _row_where(store: Store, run_id: str, f: RowFilter, ref: MetricRef | None) -
         clause, extra = _column_clause(store, f.column, f.value)
         where.append(clause)
         args += extra
+    if f.feedback or f.rating_max is not None:
+        clause, extra = fb.row_filter_sql(_dialect(store), f.feedback, f.rating_max, "r")
+        where.append(clause)
+        args += extra
     return " AND ".join(where), args
 
 
@@ -397,6 +414,10 @@ class RowLine:
     target_error: str | None
     scores: dict[str, dict[str, Any]] = field(default_factory=dict)
     failed: bool = False
+    interaction_id: str = ""
+    feedback: dict[str, Any] = field(default_factory=dict)
+    """The interaction's user feedback as columns (see :func:`~touchstone.people.feedback.run_feedback`);
+    empty without any."""
 
     def as_dict(self) -> dict[str, Any]:
         return finite_dict(self.__dict__)
@@ -457,9 +478,18 @@ def rows_page(
                 {str(k): preview(v) for k, v in decoded.items()} if isinstance(decoded, dict) else {},
                 {str(k): preview(v) for k, v in out.items()} if isinstance(out, dict) else {},
                 target_error, failed=target_error is not None,
+                interaction_id=fb.interaction_id_of(info.id, idx, decoded),
             ))
     _attach_scores(store, info, lines)
+    _attach_feedback(store, lines)
     return Page(lines, page, size, total)
+
+
+def _attach_feedback(store: Store, lines: list[RowLine]) -> None:
+    """Each line's user feedback: one query for the page's interactions."""
+    found = fb.feedback_columns(store, [line.interaction_id for line in lines]) if lines else {}
+    for line in lines:
+        line.feedback = found.get(line.interaction_id, {})
 
 
 def _attach_scores(store: Store, info: RunInfo, lines: list[RowLine]) -> None:
