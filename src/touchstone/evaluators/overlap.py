@@ -129,7 +129,9 @@ class _SacrebleuEvaluator(_OverlapEvaluator):
     def corpus_metrics(
         self, inputs: Sequence[Mapping[str, Any]], outputs: Sequence[Outputs]
     ) -> dict[str, float]:
-        rows: list[list[int]] = []
+        # The statistics are summed as the rows go by (integers: the same sum as summing them at the
+        # end), so a run's rows can be streamed through here without being held.
+        total: list[int] | None = None
         for row, out in zip(inputs, outputs, strict=True):
             if self.error_key in out:
                 continue
@@ -137,10 +139,10 @@ class _SacrebleuEvaluator(_OverlapEvaluator):
             stats = props.get("sacrebleu_stats") if isinstance(props, Mapping) else None
             if stats is None:  # stored by another version, or built by hand: recompute
                 stats = self.statistics(row["response"], as_text_list(row["ground_truth"]))
-            rows.append(list(stats))
-        if not rows:
+            total = list(stats) if total is None else [a + b for a, b in zip(total, stats, strict=True)]
+        if total is None:
             return {}
-        return {self.corpus_key: self.corpus_value(rows)}
+        return {self.corpus_key: self.corpus_value([total])}
 
 
 def _sum_stats(stats: list[list[int]]) -> list[int]:
