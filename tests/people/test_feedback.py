@@ -4,6 +4,7 @@ with the judge metric beside them, and feedback as a column of a run's rows."""
 from __future__ import annotations
 
 import pickle
+import random
 from typing import Any
 
 import pytest
@@ -107,3 +108,77 @@ def test_rows_without_an_id_column_are_linked_by_run_and_index(sqlite_store: Sto
     assert fb.interaction_ids(sqlite_store, run) == {0: f"{run}:0", 1: f"{run}:1"}
     fb.record_feedback(sqlite_store, [fb.FeedbackEvent(f"{run}:1", "escalation")])
     assert fb.filter_rows(sqlite_store, run, "escalation") == [1]
+
+
+def _row_data(rnd: random.Random, i: int) -> Any:
+    """Rows whose interaction id comes from every branch of the rule: an ``id``, an
+    ``interaction_id`` (a string or a whole number), ids that do not count (true, 1.5, "", null)
+    and none at all, and data that is not an object."""
+    return rnd.choice([
+        {"id": f"q{i}", "query": "hello"}, {"interaction_id": i, "id": "shadowed"},
+        {"interaction_id": True, "id": f"q{i}"}, {"interaction_id": 1.5, "id": ""},
+        {"interaction_id": "", "id": i * 1000}, {"id": None}, {"query": "q", "response": "r"},
+        {"interaction_id": f"it's \"{i}\" <b>"}, [f"q{i}"],
+    ])
+
+
+def _by_definition(columns: dict[int, dict[str, Any]], n: int, having: str,
+                   rating_max: float | None) -> list[int]:
+    """The rows a feedback filter keeps, from :func:`run_feedback`'s columns (the definition)."""
+    kept = []
+    for idx in range(n):
+        c = columns.get(idx, {})
+        named = {"": True, "any": bool(c), "none": not c, "failure": bool(c.get("user_failure"))}
+        ok = named.get(having, having in c)
+        if rating_max is not None:
+            ok = ok and "rating" in c and c["rating"] <= rating_max
+        if ok:
+            kept.append(idx)
+    return kept
+
+
+def test_the_sql_row_filter_equals_the_python_definition(any_store: Store) -> None:
+    rnd = random.Random(16)
+    n = 400
+    run = make_run(any_store, "prod", [_row_data(rnd, i) for i in range(n)])
+    ids = list(fb.interaction_ids(any_store, run).values())
+    events: list[dict[str, Any]] = []
+    for _ in range(300):
+        kind = rnd.choice(fb.KINDS)
+        event: dict[str, Any] = {"interaction_id": rnd.choice(ids), "kind": kind}
+        event["value"] = {"rating": rnd.randint(1, 5), "session_length": rnd.random() * 60,
+                          "task_completion": rnd.choice([0, 1])}.get(kind)
+        if kind == "error_report":
+            event["text"] = "it broke"
+        events.append(event)
+    events += [{"interaction_id": f"elsewhere-{i}", "kind": "thumbs_down"} for i in range(20)]
+    fb.record_feedback(any_store, events)
+    columns = fb.run_feedback(any_store, run)
+    dialect = str(getattr(getattr(any_store, "dialect", None), "name", "sqlite"))
+    asked = [(h, None) for h in fb.ROW_FILTERS] + [("", 2.0), ("", 3.5), ("error_report", 4.0)]
+    for having, rating_max in asked:
+        clause, params = fb.row_filter_sql(dialect, having, rating_max)
+        got = [int(r[0]) for r in any_store.fetch_all(
+            f"SELECT r.idx FROM rows r WHERE r.run_id = ? AND {clause} ORDER BY r.idx", [run, *params])]
+        assert got == _by_definition(columns, n, having, rating_max), (having, rating_max)
+    assert fb.row_filter_sql(dialect) == ("", [])
+    with pytest.raises(InputValidationError, match="feedback filter must be one of"):
+        fb.row_filter_sql(dialect, "thumbs_sideways")
+    # the SQL interaction id is the Python one, row by row
+    sql_ids = dict(any_store.fetch_all(
+        f"SELECT r.idx, {fb.interaction_id_sql(dialect)} FROM rows r WHERE r.run_id = ?", [run]))
+    assert {int(k): v for k, v in sql_ids.items()} == fb.interaction_ids(any_store, run)
+
+
+def test_feedback_columns_of_some_interactions(sqlite_store: Store) -> None:
+    fb.record_feedback(sqlite_store, [
+        {"interaction_id": "a", "kind": "error_report", "text": "first"},
+        {"interaction_id": "a", "kind": "error_report", "text": "<b>second</b>",
+         "created": "2099-01-01T00:00:00Z"},
+        {"interaction_id": "a", "kind": "rating", "value": 4},
+        {"interaction_id": "b", "kind": "thumbs_up"},
+    ])
+    found = fb.feedback_columns(sqlite_store, ["a", "a", "c"])
+    assert found == {"a": {"error_report": 2, "rating": 4.0, "user_failure": True,
+                           "last_error_report": "<b>second</b>"}}
+    assert fb.interaction_id_of("run", 3, {"id": 7}) == "7" and fb.interaction_id_of("run", 3, []) == "run:3"
