@@ -162,7 +162,7 @@ def test_the_sql_row_filter_equals_the_python_definition(any_store: Store) -> No
             f"SELECT r.idx FROM rows r WHERE r.run_id = ? AND {clause} ORDER BY r.idx", [run, *params])]
         assert got == _by_definition(columns, n, having, rating_max), (having, rating_max)
     assert fb.row_filter_sql(dialect) == ("", [])
-    with pytest.raises(InputValidationError, match="feedback filter must be one of"):
+    with pytest.raises(InputValidationError, match="feedback must be one of"):
         fb.row_filter_sql(dialect, "thumbs_sideways")
     # the SQL interaction id is the Python one, row by row
     sql_ids = dict(any_store.fetch_all(

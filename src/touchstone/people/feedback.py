@@ -383,7 +383,7 @@ def row_filter_sql(dialect: str, having: str = "", rating_at_most: float | None 
     ``rating_at_most``, a mean rating at most that; ``("", [])`` when neither is asked. One index
     lookup in ``feedback`` per row (its ``interaction_id`` index), so it scales with the run."""
     if having and having not in ROW_FILTERS:
-        raise InputValidationError(f"feedback filter must be one of {', '.join(ROW_FILTERS)}, got {having!r}")
+        raise InputValidationError(f"feedback must be one of {', '.join(ROW_FILTERS)}, got {having!r}")
     if rating_at_most is not None and not math.isfinite(rating_at_most):
         raise InputValidationError(f"rating_at_most must be a finite number, got {rating_at_most!r}")
     key = interaction_id_sql(dialect, alias)
