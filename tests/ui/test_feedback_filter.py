@@ -21,6 +21,7 @@ from touchstone.people import feedback as fb
 from touchstone.store import open_store
 from touchstone.store.base import Store
 from touchstone.ui import create_app
+from touchstone.ui.comparison import FEEDBACK_FILTERS
 
 N = 30
 REPORT = HOSTILE[0] + " " + HOSTILE[1]
@@ -99,6 +100,7 @@ def test_rows_without_feedback_and_the_filters_choices(client: TestClient, runs:
     assert _shown_rows(page) == [i for i in range(N) if f"q{i}" not in PLANTED]
     assert 'name="feedback"' in page and 'name="rating_max"' in page
     assert '<option value="none" selected>' in page
+    assert sorted(v for v, _ in FEEDBACK_FILTERS) == sorted(fb.ROW_FILTERS)  # every filter offered
     # the pager carries the filter
     without = [i for i in range(N) if f"q{i}" not in PLANTED]
     paged = client.get(f"/runs/{runs.a}", params={"feedback": "none", "size": 10, "page": 2}).text
@@ -148,6 +150,7 @@ def test_the_comparison_restricted_to_rows_with_feedback(client: TestClient, run
     assert every["restricted"] is None and every["comparison"]["rows"]["matched"] == N
     failed = client.get("/api/compare", params={"a": runs.a, "b": runs.b, "feedback": "failure"}).json()
     assert failed["restricted"]["kept"] == 4 and failed["restricted"]["matched"] == N
+    assert failed["restricted"]["filter"] == "a reported failure"
     assert failed["comparison"]["rows"]["matched"] == 4
     (metric,) = failed["comparison"]["metrics"]
     # the kept rows are 3, 5, 11, 20: B is 2 on rows 3 only (every third row), 4 elsewhere

@@ -22,21 +22,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from touchstone.store.base import RunInfo, Store
 from touchstone.ui import feedback_api, queries
-from touchstone.ui.comparison import FeedbackRows, comparison_view
+from touchstone.ui.comparison import FEEDBACK_FILTERS, FeedbackRows, comparison_view
 from touchstone.ui.monitor_alerts import default_monitor_dirs, load_alerts
 from touchstone.ui.queries import NotFound, QueryError, RowFilter, RunFilter
 from touchstone.ui.safety import SecurityHeadersMiddleware, json_bytes, path, safe_href
 
 HERE = Path(__file__).resolve().parent
 PAGE_SIZES = (25, 50, 100, 200)
-FEEDBACK_FILTERS = (
-    ("any", "any feedback"), ("none", "no feedback"), ("failure", "a reported failure"),
-    ("thumbs_down", "thumbs down"), ("thumbs_up", "thumbs up"), ("rating", "a rating"),
-    ("error_report", "an error report"), ("escalation", "an escalation"), ("abandonment", "abandoned"),
-    ("task_completion", "task completion"), ("session_length", "session length"),
-    ("return_visit", "a return visit"),
-)
-"""The feedback filter's choices (each of ``people.feedback.ROW_FILTERS``) and their labels."""
 
 
 class JSONBody(Response):

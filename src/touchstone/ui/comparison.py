@@ -15,6 +15,15 @@ from touchstone.ui.queries import NotFound, QueryError, dialect_of, finite_dict,
 
 CHANGED_ROWS = 20
 
+FEEDBACK_FILTERS = (
+    ("any", "any feedback"), ("none", "no feedback"), ("failure", "a reported failure"),
+    ("thumbs_down", "thumbs down"), ("thumbs_up", "thumbs up"), ("rating", "a rating"),
+    ("error_report", "an error report"), ("escalation", "an escalation"), ("abandonment", "an abandonment"),
+    ("task_completion", "a task completion"), ("session_length", "a session length"),
+    ("return_visit", "a return visit"),
+)
+"""The feedback filter's choices (each of ``people.feedback.ROW_FILTERS``) and their labels."""
+
 
 def parse_alpha(text: str) -> float:
     """The significance level from the query string: a number strictly between 0 and 1."""
@@ -42,9 +51,10 @@ class FeedbackRows:
         return bool(self.feedback) or self.rating_max is not None
 
     def describe(self) -> str:
-        parts = [f"feedback {self.feedback}"] if self.feedback else []
+        """The restriction in words: ``a reported failure and a mean rating <= 2``."""
+        parts = [dict(FEEDBACK_FILTERS).get(self.feedback, self.feedback)] if self.feedback else []
         if self.rating_max is not None:
-            parts.append(f"mean rating <= {self.rating_max:g}")
+            parts.append(f"a mean rating <= {self.rating_max:g}")
         return " and ".join(parts)
 
     def rows(self, store: Store, run_id: str) -> set[int]:
