@@ -141,3 +141,39 @@ def test_concurrent_posts_are_grouped_and_none_is_lost(store: Store) -> None:
 
     assert asyncio.run(post_all()) == [201] * 60
     assert sorted(e.interaction_id for e in fb.feedback_for(store)) == sorted(f"i{i}" for i in range(60))
+
+
+def test_the_endpoint_answers_like_every_route(store: Store) -> None:
+    """The plain ASGI endpoint keeps what the framework gave the others: the security headers, 405
+    for another method, the other feedback routes beside it."""
+    from touchstone.ui.safety import SECURITY_HEADERS
+
+    with _client(store, TOKEN) as client:
+        ok = client.post("/api/feedback", json={"interaction_id": "q", "kind": "thumbs_up"},
+                         headers={"Authorization": f"Bearer {TOKEN}"})
+        assert ok.status_code == 201 and ok.headers["content-type"] == "application/json"
+        refused = client.post("/api/feedback", json={"interaction_id": "q", "kind": "thumbs_up"})
+        for response in (ok, refused):
+            for name, value in SECURITY_HEADERS.items():
+                assert response.headers[name] == value
+        assert client.get("/api/feedback").status_code == 405
+        assert client.get("/api/feedback/windows").status_code == 200
+        declared = client.post("/api/feedback", content=b"{}", headers={
+            "Content-Type": "application/json; charset=utf-8", "Content-Length": str(1 << 21),
+            "Authorization": f"Bearer {TOKEN}"})
+        assert declared.status_code in (400, 413)  # refused without reading a body that never comes
+    assert len(fb.feedback_for(store)) == 1
+
+
+def test_a_store_that_cannot_write_answers_503_and_accepts_nothing(tmp_path: Path) -> None:
+    broken = open_store(str(tmp_path / "runs.db"))
+    with _client(broken) as client:
+        broken.close()  # every write now fails
+        response = client.post("/api/feedback", json={"interaction_id": "q", "kind": "thumbs_up"})
+    assert response.status_code == 503
+    assert "nothing was accepted" in response.json()["error"]
+    reopened = open_store(str(tmp_path / "runs.db"))
+    try:
+        assert fb.feedback_for(reopened) == []
+    finally:
+        reopened.close()
