@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ def _negotiated_modes(run: Mapping[str, Any]) -> list[Any]:
     return [model.get("structured_output") for model in (run.get("judge") or {}).get("models", [])]
 
 
-def _assert_scored(rows: list[dict[str, Any]], metric: str, server: LlamaServer) -> None:
+def _assert_scored(rows: Sequence[dict[str, Any]], metric: str, server: LlamaServer) -> None:
     problems = []
     for i, row in enumerate(rows):
         error = row.get(f"outputs.{metric}.{metric}_error")

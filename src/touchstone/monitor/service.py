@@ -261,7 +261,7 @@ class Monitor:
         for sink in self.sinks:
             sink.send(report.alerts)
         if self.exporter is not None:
-            self.exporter(report, result.rows)
+            self.exporter(report, list(result.rows))  # a window's rows, few
         return report
 
     def _close(self, start: int, evaluated: int) -> None:
