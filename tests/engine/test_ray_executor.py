@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +111,7 @@ def text_rows(n: int, seed: int) -> list[dict[str, Any]]:
     return rows
 
 
-def comparable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def comparable(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in row.items() if "duration" not in k} for row in rows]
 
 

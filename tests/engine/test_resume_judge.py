@@ -42,7 +42,7 @@ def reference(server: FakeOpenAIServer, path: str, tmp_path: Path) -> list[dict[
     result = evaluate(
         data=path, evaluators={"judge": ToyJudgeEvaluator(model)}, store=tmp_path / "ref.db", cache=False
     )
-    return result.rows
+    return list(result.rows)
 
 
 def asked(server: FakeOpenAIServer, start: int, query: str) -> int:

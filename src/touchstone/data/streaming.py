@@ -12,9 +12,11 @@ rows to score them. Problems are kept (each a few short strings), rows are not.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +32,10 @@ from touchstone.data.loaders import (
     _plain,
     _plainly_fine,
     _row_problem,
+    load_records,
 )
 from touchstone.data.mapping import Ref
-from touchstone.data.validation import validate_records
+from touchstone.data.validation import Validation, validate_records
 from touchstone.errors import InputValidationError, Problem
 from touchstone.evaluators.base import Evaluator
 
@@ -189,3 +192,127 @@ def _parquet_rows(path: Path) -> Iterator[Record | Problem]:
                     yield problem
                     continue
                 yield Record(values, source, line)
+
+
+# ------------------------------------------------------------------ sources of a run
+STREAM_MIN_BYTES = 32 << 20
+"""Files at least this large are read in batches by a run (validated in a first streaming pass,
+then read again as they are scored); smaller ones, lists and DataFrames are loaded whole."""
+STREAM_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet", ".pq")
+
+
+class RowSource:
+    """The input rows of a run, readable in batches as many times as the run needs (scoring, the
+    corpus figures, the rows of the result): ``n_rows``, :meth:`batches`, the records themselves
+    when they are held (:attr:`records`, else None) and the digest of the rows' data."""
+
+    n_rows: int
+    digest: str
+    records: Sequence[Record] | None = None
+
+    def batches(self, batch_rows: int = BATCH_ROWS) -> Iterator[tuple[int, list[Record]]]:
+        """``(index of the first row, records)`` batches of at most ``batch_rows`` rows, in order."""
+        raise NotImplementedError
+
+
+class MemorySource(RowSource):
+    """Rows loaded whole (a small file, a list of dicts, a DataFrame)."""
+
+    def __init__(self, records: Sequence[Record]) -> None:
+        self.records = records
+        self.n_rows = len(records)
+        self.digest = data_digest([records])
+
+    def batches(self, batch_rows: int = BATCH_ROWS) -> Iterator[tuple[int, list[Record]]]:
+        records = self.records
+        assert records is not None
+        for start in range(0, len(records), batch_rows):
+            yield start, list(records[start : start + batch_rows])
+
+
+class FileSource(RowSource):
+    """A file read again in batches each time; checked in one streaming pass when opened."""
+
+    def __init__(self, path: Path, n_rows: int, digest: str) -> None:
+        self.path, self.n_rows, self.digest = path, n_rows, digest
+
+    def batches(self, batch_rows: int = BATCH_ROWS) -> Iterator[tuple[int, list[Record]]]:
+        start = 0
+        for batch in stream_records(self.path, batch_rows=batch_rows):
+            yield start, batch
+            start += len(batch)
+        if start != self.n_rows:
+            raise InputValidationError(
+                [Problem(str(self.path), None, None, f"the file changed during the run: {start} rows now, "
+                         f"{self.n_rows} when it was checked")]
+            )
+
+
+def data_digest(batches: Iterable[Sequence[Record]]) -> str:
+    """SHA-256 of the rows' data (each as sorted-key JSON, one per line): what a resume compares."""
+    data = hashlib.sha256()
+    for batch in batches:
+        _digest_batch(data, batch)
+    return data.hexdigest()
+
+
+def _digest_batch(digest: Any, batch: Sequence[Record]) -> None:
+    for rec in batch:
+        digest.update(json.dumps(rec.data, sort_keys=True, default=_opaque).encode("utf-8", "surrogatepass"))
+        digest.update(b"\n")
+
+
+def _opaque(value: Any) -> str:
+    """An object JSON cannot hold, by its type only (its repr may hold a memory address)."""
+    return f"<{type(value).__qualname__}>"
+
+
+def streams(data: Any) -> bool:
+    """True when a run reads ``data`` in batches: a JSONL, CSV or Parquet file of at least
+    :data:`STREAM_MIN_BYTES` (a ``.jsonl`` holding one JSON array is loaded whole, as before)."""
+    if not isinstance(data, (str, os.PathLike)):
+        return False
+    path = Path(data)
+    if path.suffix.lower() not in STREAM_SUFFIXES:
+        return False
+    try:
+        if not path.is_file() or path.stat().st_size < STREAM_MIN_BYTES:
+            return False
+        with path.open("rb") as fh:
+            head = fh.read(4096).lstrip(b"\xef\xbb\xbf").lstrip()
+    except OSError:
+        return False  # the loader names the problem
+    return not head.startswith(b"[")
+
+
+def open_source(
+    data: Any,
+    evaluators: Mapping[str, Evaluator],
+    mappings: Mapping[str, Mapping[str, Ref]],
+    *,
+    has_target: bool,
+    batch_rows: int = BATCH_ROWS,
+) -> RowSource:
+    """The rows of ``data`` checked for ``evaluators``: a large file in one streaming pass (reading
+    problems first, then the evaluators' inputs, as :func:`load_records` and
+    :func:`~touchstone.data.validation.validate_records` report them), anything else loaded whole.
+    Raises :class:`InputValidationError` before anything is scored."""
+    if not streams(data):
+        records = load_records(data)
+        validate_records(records, evaluators, mappings, has_target)
+        return MemorySource(records)
+    path = Path(data)
+    problems: list[Problem] = []
+    check = Validation(evaluators, mappings, has_target)
+    digest = hashlib.sha256()
+    n = 0
+    for batch in stream_records(path, batch_rows=batch_rows, problems=problems):
+        n += len(batch)
+        if problems:
+            continue  # reading problems are reported alone, as when the file is loaded whole
+        check.add(batch)
+        _digest_batch(digest, batch)
+    if problems:
+        raise InputValidationError(problems)
+    check.finish()
+    return FileSource(path, n, digest.hexdigest())

@@ -48,37 +48,62 @@ def validate_records(
     has_target: bool,
 ) -> None:
     """Raise :class:`InputValidationError` listing every problem (first 20 shown) or return."""
-    problems: list[Problem] = []
-    problems.extend(_mapping_columns_exist(records, mappings, has_target))
-    if problems:
-        raise InputValidationError(
-            problems, category=ErrorCategory.MISSING_FIELD, target=ErrorTarget.EVALUATE
-        )
-    # (source, line, field, message) -> evaluator names, so one missing field is reported once
-    found: dict[tuple[str, int, str, str], list[str]] = {}
-    # Evaluators that read the same inputs the same way are checked once per row.
-    groups: dict[Any, tuple[Evaluator, Mapping[str, Ref], list[str]]] = {}
-    for name, ev in evaluators.items():
-        mapping = mappings.get(name, {})
-        key = (
-            tuple((s.name, s.kind, s.required) for s in ev.inputs),
-            ev.required_modes(),
-            tuple(sorted((k, str(v)) for k, v in mapping.items())),
-        )
-        groups.setdefault(key, (ev, mapping, []))[2].append(name)
-    for record in records:
-        for ev, mapping, names in groups.values():
-            for field, message in _row_problems(ev, mapping, record.data, has_target):
-                found.setdefault((record.source, record.line, field, message), []).extend(names)
-    order = {name: i for i, name in enumerate(evaluators)}
-    for (source, line, field, message), names in found.items():
-        names.sort(key=order.__getitem__)
-        problems.append(Problem(source, line, field, f"{message} (needed by {', '.join(names)})"))
-    if problems:
-        # the SDK's classification: inputs absent from the data are MISSING_FIELD, wrong ones INVALID_VALUE
-        missing = all(message.startswith("missing") for (_, _, _, message) in found)
-        category = ErrorCategory.MISSING_FIELD if missing else ErrorCategory.INVALID_VALUE
-        raise InputValidationError(problems, category=category, target=ErrorTarget.EVALUATE)
+    check = Validation(evaluators, mappings, has_target)
+    check.add(records)
+    check.finish()
+
+
+class Validation:
+    """:func:`validate_records` over records given in batches (a file read in one streaming pass):
+    the same problems in the same order, holding only the problems and the set of column names."""
+
+    def __init__(
+        self, evaluators: Mapping[str, Evaluator], mappings: Mapping[str, Mapping[str, Ref]], has_target: bool
+    ) -> None:
+        self.evaluators, self.mappings, self.has_target = evaluators, mappings, has_target
+        self.columns: set[str] = set()
+        self.source: str | None = None
+        # (source, line, field, message) -> evaluator names, so one missing field is reported once
+        self.found: dict[tuple[str, int, str, str], list[str]] = {}
+        # Evaluators that read the same inputs the same way are checked once per row.
+        self.groups: dict[Any, tuple[Evaluator, Mapping[str, Ref], list[str]]] = {}
+        for name, ev in evaluators.items():
+            mapping = mappings.get(name, {})
+            key = (
+                tuple((s.name, s.kind, s.required) for s in ev.inputs),
+                ev.required_modes(),
+                tuple(sorted((k, str(v)) for k, v in mapping.items())),
+            )
+            self.groups.setdefault(key, (ev, mapping, []))[2].append(name)
+
+    def add(self, records: Sequence[Record]) -> None:
+        """Check a batch of records."""
+        if records and self.source is None:
+            self.source = records[0].source
+        found = self.found
+        for record in records:
+            self.columns.update(record.data)
+            for ev, mapping, names in self.groups.values():
+                for field, message in _row_problems(ev, mapping, record.data, self.has_target):
+                    found.setdefault((record.source, record.line, field, message), []).extend(names)
+
+    def finish(self) -> None:
+        """Raise :class:`InputValidationError` with every problem found, or return."""
+        problems = _mapping_columns_exist(self.columns, self.source, self.mappings, self.has_target)
+        if problems:
+            raise InputValidationError(
+                problems, category=ErrorCategory.MISSING_FIELD, target=ErrorTarget.EVALUATE
+            )
+        order = {name: i for i, name in enumerate(self.evaluators)}
+        for (source, line, field, message), names in self.found.items():
+            names.sort(key=order.__getitem__)
+            problems.append(Problem(source, line, field, f"{message} (needed by {', '.join(names)})"))
+        if problems:
+            # the SDK's classification: inputs absent from the data are MISSING_FIELD, wrong ones
+            # INVALID_VALUE
+            missing = all(message.startswith("missing") for (_, _, _, message) in self.found)
+            category = ErrorCategory.MISSING_FIELD if missing else ErrorCategory.INVALID_VALUE
+            raise InputValidationError(problems, category=category, target=ErrorTarget.EVALUATE)
 
 
 def _row_problems(
@@ -128,15 +153,12 @@ def _expected(ev: Evaluator, name: str) -> str:
 
 
 def _mapping_columns_exist(
-    records: Sequence[Record], mappings: Mapping[str, Mapping[str, Ref]], has_target: bool
+    columns: set[str], first_source: str | None, mappings: Mapping[str, Mapping[str, Ref]], has_target: bool
 ) -> list[Problem]:
     """A ``${data.col}`` mapping whose column is in no row at all is reported once, with the columns
     the data does have; ``${target.col}`` without a target is an error too."""
     problems = []
-    columns: set[str] = set()
-    for record in records:
-        columns.update(record.data)
-    source = records[0].source if records else "data"
+    source = first_source if first_source is not None else "data"
     seen: set[str] = set()
     for ev_name, mapping in mappings.items():
         for inp, ref in mapping.items():

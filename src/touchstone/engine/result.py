@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -22,21 +22,29 @@ RESULTS_FILE = "evaluation_results.json"
 class EvaluationResult(dict[str, Any]):
     """``result["rows"]``, ``result["metrics"]`` and ``result["studio_url"]`` as in the compatible
     SDK; plus ``summary`` (per metric key: mean, n, n_failed, 95% CI, pass rate), ``run`` (id, name,
-    times, status, config, package version) and :meth:`to_pandas`."""
+    times, status, config, package version) and :meth:`to_pandas`.
+
+    ``rows`` is a list, or on a large run a read-only sequence read from the run store page by page
+    (:class:`~touchstone.engine.stored_rows.StoredRows`: indexing, slices, iteration and ``==`` as a
+    list; ``list(result.rows)`` makes one). ``n_failed``: the count when it is known without reading
+    the rows."""
 
     def __init__(
         self,
-        rows: list[dict[str, Any]],
+        rows: Sequence[dict[str, Any]],
         metrics: dict[str, float],
         summary: dict[str, dict[str, Any]],
         run: dict[str, Any],
+        *,
+        n_failed: int | None = None,
     ) -> None:
         super().__init__(rows=rows, metrics=metrics, studio_url=None)
         self.summary = summary
         self.run = run
+        self._n_failed = n_failed
 
     @property
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> Sequence[dict[str, Any]]:
         return self["rows"]  # type: ignore[no-any-return,unused-ignore]
 
     @property
@@ -46,6 +54,8 @@ class EvaluationResult(dict[str, Any]):
     @property
     def n_failed(self) -> int:
         """Scores that could not be obtained, over all evaluators (rows' ``*_error`` messages)."""
+        if self._n_failed is not None:
+            return self._n_failed
         return sum(
             1 for row in self.rows for key, value in row.items()
             if key.endswith("_error") and value and isinstance(value, str)
@@ -54,7 +64,8 @@ class EvaluationResult(dict[str, Any]):
     def to_pandas(self) -> Any:
         import pandas as pd
 
-        return pd.DataFrame(self.rows)
+        rows = self.rows
+        return pd.DataFrame(rows if isinstance(rows, list) else list(rows))
 
     def summary_document(self) -> dict[str, Any]:
         return {"metrics": self.metrics, "summary": self.summary, "run": self.run}
@@ -78,7 +89,7 @@ class EvaluationResult(dict[str, Any]):
                     path.parent.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
                     raise OutputWriteError(f"cannot create {path.parent}: {describe_os_error(exc)}") from None
-            _dump(self.sdk_document(), path)
+            self._dump_sdk(path)
             return path
         try:
             path.mkdir(parents=True, exist_ok=True)
@@ -86,13 +97,26 @@ class EvaluationResult(dict[str, Any]):
             raise OutputWriteError(
                 f"cannot create the output folder {path}: {describe_os_error(exc)}"
             ) from None
-        _dump(self.sdk_document(), path / RESULTS_FILE)
+        self._dump_sdk(path / RESULTS_FILE)
         with _atomic(path / "rows.jsonl") as fh:
             for row in self.rows:
                 fh.write(json_dumps(row, default=str) + "\n")  # C1/bidi as escapes: safe to cat
         with _atomic(path / "summary.json") as fh:
             fh.write(json_dumps(self.summary_document(), indent=2, default=str))
         return path / RESULTS_FILE
+
+    def _dump_sdk(self, path: Path) -> None:
+        """:meth:`sdk_document` as one JSON line, the rows written one by one when they are not a
+        list (the same text ``json.dumps`` gives for the whole document)."""
+        if isinstance(self.rows, list):
+            _dump(self.sdk_document(), path)
+            return
+        with _atomic(path) as fh:
+            fh.write('{"rows": [')
+            for n, row in enumerate(self.rows):
+                fh.write((", " if n else "") + json_dumps(row, default=str))
+            fh.write('], "metrics": ' + json_dumps(self.metrics, default=str))
+            fh.write(', "studio_url": ' + json_dumps(self.get("studio_url"), default=str) + "}")
 
 
 def _dump(doc: Mapping[str, Any], path: Path) -> None:

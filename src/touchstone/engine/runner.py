@@ -1,11 +1,16 @@
 """``evaluate()``: load -> validate -> (target) -> score -> store -> aggregate.
 
-CPU-bound evaluators are scored in batches (``score_batch``) and I/O-bound ones (``is_async``) many
+The rows are read in batches (:mod:`touchstone.data.streaming`: a large file is validated in a
+first streaming pass, then read again as it is scored; other inputs are loaded whole). CPU-bound
+evaluators are scored in chunks of a batch (``score_batch``) and I/O-bound ones (``is_async``) many
 rows at once, both through an :class:`~touchstone.engine.executors.Executor` (threads and a process
 pool locally). Every row's :class:`~touchstone.scores.Outcome` is written to the run store (any
 :class:`~touchstone.store.base.Store`) as soon as it is produced, typed Scores included, so a crash
 loses only what was in flight, and a run can be resumed: stored scores are not computed again.
-The summary is made from the Scores; building the result writes nothing.
+Each result is also fed to a :class:`~touchstone.engine.accumulate.RunAccumulator`, which keeps
+only what the metrics and summary need (float arrays by row); a large run's rows are then read back
+from the store on demand (:class:`~touchstone.engine.stored_rows.StoredRows`), a small run's are
+rendered at the end as a list. Building the result writes nothing.
 """
 
 from __future__ import annotations
@@ -20,16 +25,20 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
+
+import numpy as np
 
 from touchstone._exceptions import ErrorTarget
 from touchstone._version import __version__
 from touchstone.data.kinds import check_value
-from touchstone.data.loaders import DataSource, Record, load_records
+from touchstone.data.loaders import DataSource, Record
 from touchstone.data.mapping import ALIASES, Ref, evaluator_mappings
-from touchstone.data.validation import evaluator_inputs, validate_records
+from touchstone.data.streaming import RowSource, data_digest, open_source
+from touchstone.data.validation import evaluator_inputs
+from touchstone.engine.accumulate import RunAccumulator
 from touchstone.engine.context import RunContext, run_hooks
 from touchstone.engine.executors import (
     Executor,
@@ -40,8 +49,9 @@ from touchstone.engine.executors import (
     direct_inputs,
     make_executor,
 )
-from touchstone.engine.frame import sdk_input, sdk_metrics, sdk_rows
+from touchstone.engine.frame import sdk_input, sdk_rows
 from touchstone.engine.result import EvaluationResult, own_aggregators
+from touchstone.engine.stored_rows import StoredRows
 from touchstone.errors import (
     ConfigurationError,
     EvaluatorFailedError,
@@ -51,10 +61,9 @@ from touchstone.errors import (
 )
 from touchstone.evaluators.base import Evaluator, EvaluatorLike, describe_exception
 from touchstone.evaluators.custom import as_sdk_evaluator
-from touchstone.scores import CompactOutcome, Outcome, Score
-from touchstone.stats.aggregate import summarize
+from touchstone.scores import CompactOutcome, Outcome, Score, ScoreLine, Status
 from touchstone.store import Store, StoredRow, open_store
-from touchstone.store.base import ScoreValue
+from touchstone.store.base import ScoreValue, score_lines
 from touchstone.targets import HttpTarget, row_target
 
 ProgressCallback = Callable[[int, int], None]
@@ -66,6 +75,11 @@ FLUSH_SECONDS = 0.1
 """Results of I/O-bound evaluators wait at most this long before they are written (group commit)."""
 FLUSH_ROWS = 256
 """...or until this many are waiting."""
+ROWS_IN_MEMORY = 100_000
+"""Runs of at most this many rows return ``rows`` as a list (their Outcomes are kept for it); larger
+ones as :class:`~touchstone.engine.stored_rows.StoredRows`, read from the store on demand."""
+STORE_PAGE = 5000
+"""Rows read from the store at a time (a resume's stored results, the corpus figures)."""
 
 
 class EvaluationFailedError(EvaluatorFailedError):
@@ -111,15 +125,17 @@ def evaluate(
     if options.get("azure_ai_project") is not None:
         warn_nothing_uploaded()
     evs = {name: as_sdk_evaluator(ev, name) for name, ev in evaluators.items()}
-    records = load_records(data)
     mappings = evaluator_mappings(list(evs), evaluator_config)
-    validate_records(records, evs, mappings, has_target=target is not None)
+    # A large file is checked in one streaming pass and read again in batches as it is scored;
+    # anything else is loaded whole (data/streaming.py). Either way every problem is reported here,
+    # before the store is opened or anything is scored.
+    source = open_source(data, evs, mappings, has_target=target is not None)
 
     retry = _retry_kinds(options.pop("retry_failed", None))
     run_store = open_store(store)
     config = _run_config(data, evs, evaluator_config, target, evaluation_name, options)
-    config["n_rows"] = len(records)
-    config["fingerprint"] = run_fingerprint(records, config)
+    config["n_rows"] = source.n_rows
+    config["fingerprint"] = _fingerprint(source.digest, config)
     config["process"] = {"pid": os.getpid(), "host": socket.gethostname()}
     if resume:
         _check_resume(run_store, resume, config)
@@ -129,7 +145,8 @@ def evaluate(
         run_id = run_store.create_run(config, evaluation_name, __version__)
 
     ctx = RunContext(run_id=run_id, store=run_store, evaluators=evs, options=dict(options))
-    runner = _Runner(ctx, records, evs, mappings, target, progress, workers, executor)
+    runner = _Runner(ctx, source, evs, mappings, target, progress, workers, executor)
+    runner.resumed = bool(resume)
     runner.retry = retry if resume else frozenset()
     try:
         if _in_running_loop():  # e.g. called from a notebook: run on a private loop in a thread
@@ -145,8 +162,7 @@ def evaluate(
     except RunAbortedError as exc:
         # Every remaining call would fail the same way: what was scored is kept, the rest is counted
         # as failed with the cause, and the summary is written before the error reaches the caller.
-        result = build_result(run_store, run_id, records, evs, mappings, ctx.info, scores=runner.scores,
-                              targets=runner.targets, aborted=str(exc))
+        result = runner.result(ctx.info, aborted=str(exc))
         _finish(run_store, run_id, result)
         if output_path is not None:
             result.write(output_path)
@@ -157,9 +173,7 @@ def evaluate(
             run_store.set_status(run_id, "failed")
         raise
 
-    result = build_result(
-        run_store, run_id, records, evs, mappings, ctx.info, scores=runner.scores, targets=runner.targets
-    )
+    result = runner.result(ctx.info)
     _finish(run_store, run_id, result)
     if output_path is not None:
         result.write(output_path)
@@ -185,16 +199,16 @@ def _retry_kinds(choice: Any) -> frozenset[str]:
     raise ConfigurationError(f"retry_failed must be 'transient', 'all' or 'none', got {choice!r}")
 
 
-def run_fingerprint(records: list[Record], config: Mapping[str, Any]) -> dict[str, str]:
+def run_fingerprint(records: Sequence[Record], config: Mapping[str, Any]) -> dict[str, str]:
     """Hashes of the rows' data and of the evaluator configuration (metrics, their options, column
     mapping), kept in the run's config: a resume over other data or other metrics is refused."""
-    data = hashlib.sha256()
-    for rec in records:
-        data.update(json.dumps(rec.data, sort_keys=True, default=_opaque).encode("utf-8", "surrogatepass"))
-        data.update(b"\n")
+    return _fingerprint(data_digest([records]), config)
+
+
+def _fingerprint(digest: str, config: Mapping[str, Any]) -> dict[str, str]:
     setup = {key: config.get(key) for key in ("evaluators", "evaluator_config", "target")}
     evaluators = hashlib.sha256(json.dumps(setup, sort_keys=True, default=_opaque).encode())
-    return {"data": data.hexdigest(), "evaluators": evaluators.hexdigest()}
+    return {"data": digest, "evaluators": evaluators.hexdigest()}
 
 
 def _opaque(value: Any) -> str:
@@ -317,10 +331,15 @@ def _json_safe(value: Any) -> bool:
 
 
 class _Runner:
+    """One call of :func:`evaluate`: the rows are read in batches (:class:`RowSource`), each batch's
+    work is handed to an executor, each result is written to the store and fed to a
+    :class:`RunAccumulator` as it arrives, and nothing else of it is kept, except on small runs
+    (:data:`ROWS_IN_MEMORY` rows at most), whose Outcomes are kept to give ``rows`` as a list."""
+
     def __init__(
         self,
         ctx: RunContext,
-        records: list[Record],
+        source: RowSource,
         evs: dict[str, Evaluator],
         mappings: dict[str, dict[str, Ref]],
         target: Callable[..., Any] | None,
@@ -331,16 +350,24 @@ class _Runner:
         self.ctx = ctx
         self.executor_choice = executor
         self.store: Store = ctx.store
-        self.records = records
+        self.source = source
+        self.n = source.n_rows
         self.evs = evs
         self.mappings = mappings
         self.target = target
         self.progress = progress
         self.workers = workers
+        self.keep = self.n <= ROWS_IN_MEMORY
+        """Small run: Outcomes kept for the rows of the result (a list, as the SDK gives)."""
         self.targets: dict[int, tuple[dict[str, Any] | None, str | None]] = {}
+        """The target's output or error per row (kept only when a target runs)."""
         self.scores: dict[tuple[int, str], tuple[Outcome, dict[str, Any] | None]] = {}
-        """Outcomes produced by this call (as stored), so the result needs no read-back of the store."""
+        """Outcomes produced by this call, on a small run."""
+        self.acc = RunAccumulator(self.n, list(evs), keep=list(own_aggregators(evs)))
+        self.stored: dict[str, np.ndarray] = {}
+        """Per evaluator, the rows whose stored result a resume keeps."""
         self._plans: dict[str, Plan] = {}
+        self.resumed = False
         self.retry: frozenset[str] = frozenset()
         """Error kinds of stored failed scores to score again (``"*"``: all)."""
         self._writer: _GroupWriter | None = None
@@ -351,27 +378,37 @@ class _Runner:
         async with AsyncExitStack() as stack:
             for hook in run_hooks():
                 await stack.enter_async_context(hook(self.ctx))
-            await self._run_target()
-            stored = self.store.score_keys(self.ctx.run_id) - self._to_retry()
-            todo = {
-                name: [i for i in range(len(self.records)) if (i, name) not in stored] for name in self.evs
-            }
-            self.total = len(self.records) * len(self.evs)
-            self.done = self.total - sum(len(v) for v in todo.values())
+            self.stored = self._stored_results()
+            await self._rows_pass()
+            self.total = self.n * len(self.evs)
+            self.done = sum(int(mask.sum()) for mask in self.stored.values())
             self._tick(0)
             sync = {n: ev for n, ev in self.evs.items() if not ev.is_async}
             asynchronous = {n: ev for n, ev in self.evs.items() if ev.is_async}
-            await asyncio.gather(self._run_sync(sync, todo), self._run_async(asynchronous, todo))
+            await asyncio.gather(self._run_sync(sync), self._run_async(asynchronous))
 
-    def _to_retry(self) -> set[tuple[int, str]]:
-        """The stored failed scores a resume scores again (their error kind is in :attr:`retry`)."""
-        if not self.retry:
-            return set()
-        everything = "*" in self.retry
-        return {
-            (sv.idx, sv.evaluator) for sv in self.store.score_values(self.ctx.run_id)
-            if sv.evaluator in self.evs and not sv.ok and (everything or (sv.error_kind or "") in self.retry)
-        }
+    def _stored_results(self) -> dict[str, np.ndarray]:
+        """On a resume, which stored results stand (those whose failure is to be scored again do not)."""
+        masks = {name: np.zeros(self.n, dtype=bool) for name in self.evs}
+        if not self.resumed:
+            return masks
+        run_id = self.ctx.run_id
+        for start in range(0, self.n, STORE_PAGE):
+            for idx, name in self.store.fetch_all(
+                "SELECT idx, evaluator FROM scores WHERE run_id = ? AND idx >= ? AND idx < ?",
+                (run_id, start, start + STORE_PAGE),
+            ):
+                if name in masks and 0 <= idx < self.n:
+                    masks[name][idx] = True
+        if self.retry:
+            everything = "*" in self.retry
+            for idx, name, kind in self.store.fetch_all(
+                "SELECT idx, evaluator, error_kind FROM score_values WHERE run_id = ? AND status <> 'ok'",
+                (run_id,),
+            ):
+                if name in masks and 0 <= idx < self.n and (everything or (kind or "") in self.retry):
+                    masks[name][idx] = False
+        return masks
 
     def flush(self) -> None:
         """Write what waits to be written (the run is stopping)."""
@@ -383,34 +420,55 @@ class _Runner:
         if self.progress is not None:
             self.progress(self.done, self.total)
 
-    # ------------------------------------------------------------------ target
-    async def _run_target(self) -> None:
-        stored = {r.idx: r for r in self.store.get_rows(self.ctx.run_id)}
-        for idx, row in stored.items():
-            self.targets[idx] = (row.target, row.target_error)
-        missing = [i for i in range(len(self.records)) if i not in stored]
-        if not missing:
-            return
-        if self.target is None:
-            for i in missing:
-                self.targets[i] = (None, None)
-            self.store.put_rows(
-                self.ctx.run_id,
-                [
-                    StoredRow(
-                        i, self.records[i].source, self.records[i].line, self.records[i].data, None, None
-                    )
-                    for i in missing
-                ],
-            )
-            return
+    def _todo(self, name: str, start: int, count: int) -> list[int]:
+        """Rows ``start`` to ``start + count`` that evaluator ``name`` still has to score."""
+        mask = self.stored[name][start : start + count]
+        return (np.flatnonzero(~mask) + start).tolist()  # type: ignore[no-any-return]
+
+    def _record(self, name: str, i: int, out: Outcome, usage: dict[str, Any] | None) -> None:
+        """Feed one result produced by this call to the figures (and keep it on a small run)."""
+        lines = out.lines if type(out) is CompactOutcome and out.lines_current else score_lines(out.scores)
+        self.acc.add_result(name, i, out, out.failed, lines, usage)
+        if self.keep:
+            self.scores[i, name] = (out, usage)
+
+    # ------------------------------------------------------------------ input rows and target
+    async def _rows_pass(self) -> None:
+        """Store the input rows (running the target on those that need it) batch by batch, and feed
+        every row to the figures."""
+        for start, batch in self.source.batches():
+            stop = start + len(batch)
+            stored: dict[int, tuple[dict[str, Any] | None, str | None]] = {}
+            if self.resumed:
+                for idx, target, error in self.store.fetch_all(
+                    "SELECT idx, target, target_error FROM rows WHERE run_id = ? AND idx >= ? AND idx < ?",
+                    (self.ctx.run_id, start, stop),
+                ):
+                    stored[int(idx)] = (json.loads(target) if target else None, error)
+            missing = [i for i in range(start, stop) if i not in stored]
+            if self.target is None:
+                recs = [(i, batch[i - start]) for i in missing]
+                self.store.put_rows(self.ctx.run_id, [
+                    StoredRow(i, rec.source, rec.line, rec.data, None, None) for i, rec in recs
+                ])
+            else:
+                self.targets.update(stored)
+                await self._run_target(start, batch, missing)
+            for offset, rec in enumerate(batch):
+                i = start + offset
+                got = self.targets.get(i) if self.target is not None else stored.get(i)
+                self.acc.add_row(i, rec.data, rec.source, *(got or (None, None)))
+
+    async def _run_target(self, start: int, batch: list[Record], missing: list[int]) -> None:
         limit = asyncio.Semaphore(int(self.ctx.options.get("target_concurrency", 8)))
         fn = self.target
+        assert fn is not None
         params = inspect.signature(fn).parameters
         takes_all = any(p.kind == p.VAR_KEYWORD for p in params.values())
 
         async def call(i: int) -> None:
-            data = self.records[i].data
+            rec = batch[i - start]
+            data = rec.data
             kwargs = data if takes_all else {k: v for k, v in data.items() if k in params}
             async with limit:
                 try:
@@ -424,7 +482,6 @@ class _Runner:
                 except Exception as exc:
                     result = (None, describe_exception(exc))
             self.targets[i] = result
-            rec = self.records[i]
             self.store.put_rows(
                 self.ctx.run_id, [StoredRow(i, rec.source, rec.line, rec.data, result[0], result[1])]
             )
@@ -440,17 +497,17 @@ class _Runner:
             )
         return plan
 
-    def inputs_for(self, name: str, i: int) -> dict[str, Any] | str:
-        """The evaluator's inputs for row ``i``, or why they cannot be built (a target failure, or a
-        target output of the wrong type)."""
+    def inputs_for(self, name: str, i: int, data: Mapping[str, Any]) -> dict[str, Any] | str:
+        """The evaluator's inputs for row ``i`` (whose data is ``data``), or why they cannot be built
+        (a target failure, or a target output of the wrong type)."""
         plan = self._plan(name)
         if plan:  # plain column lookups (validated before the run): no mapping, no target
-            return direct_inputs(plan, self.records[i].data)
+            return direct_inputs(plan, data)
         ev = self.evs[name]
         target_out, target_error = self.targets.get(i, (None, None))
         if target_error:
             return f"the target failed on this row: {target_error}"
-        inputs = evaluator_inputs(ev, self.mappings.get(name, {}), self.records[i].data, target_out)
+        inputs = evaluator_inputs(ev, self.mappings.get(name, {}), data, target_out)
         if self.target is not None:
             modes = ev.required_modes()
             if not any(set(m) <= set(inputs) for m in modes):
@@ -464,89 +521,121 @@ class _Runner:
         return inputs
 
     # ------------------------------------------------------------------ CPU-bound evaluators
-    async def _run_sync(self, evs: dict[str, Evaluator], todo: dict[str, list[int]]) -> None:
-        pending = sum(len(todo[n]) for n in evs)
+    async def _run_sync(self, evs: dict[str, Evaluator]) -> None:
+        pending = sum(self.n - int(self.stored[n].sum()) for n in evs)
         if not pending:
             return
+        window = RecordWindow(self.n, self.source.records)
         executor = make_executor(
-            self.executor_choice, self.records, self.ctx.options,
+            self.executor_choice, window, self.ctx.options,
             processes=default_processes(self.workers, pending, PARALLEL_MIN_ROWS),
         )
         try:
-            for name, ev in evs.items():
-                await self._run_sync_one(name, ev, todo[name], executor)
+            if executor.parallel:
+                await self._sync_parallel(evs, executor, window)
+            else:
+                await self._sync_inline(evs, executor, window)
         finally:
             executor.close()
 
     def _store_outcomes(self, name: str, pairs: list[tuple[int, Outcome]]) -> None:
-        records: list[tuple[int, Outcome, bool, None, list[Score]]] = []
-        scores = self.scores
+        self.store.put_scores(
+            self.ctx.run_id, name, [(i, out, out.failed, None, out.scores) for i, out in pairs]
+        )
         for i, out in pairs:
-            records.append((i, out, out.failed, None, out.scores))
-            scores[i, name] = (out, None)
-        self.store.put_scores(self.ctx.run_id, name, records)
+            self._record(name, i, out, None)
 
     def _store_wire(self, name: str, ev: Evaluator, chunk: list[int], wire: list[WireRow]) -> None:
-        """Write what worker processes sent back as it is, and rebuild the Outcomes from it."""
+        """Write what worker processes sent back as it is, and feed it to the figures."""
         self.store.put_scores(
             self.ctx.run_id, name, [(i, enc, failed, None, lines) for i, (enc, _, failed, lines) in zip(
                 chunk, wire, strict=True)]
         )
-        scores = self.scores
         error_key = f"{ev.info.prefix}_error"
+        acc, keep, scores = self.acc, self.keep, self.scores
         for i, (_, outputs, failed, lines) in zip(chunk, wire, strict=True):
-            error = outputs.get(error_key) if failed else None
-            message = None if error is None else str(error)
-            scores[i, name] = (CompactOutcome(outputs, lines, failed, message), None)
+            acc.add_result(name, i, outputs, failed, lines)
+            if keep:
+                error = outputs.get(error_key) if failed else None
+                message = None if error is None else str(error)
+                scores[i, name] = (CompactOutcome(outputs, lines, failed, message), None)
 
-    async def _run_sync_one(self, name: str, ev: Evaluator, indices: list[int], executor: Executor) -> None:
+    async def _score_chunk(self, name: str, ev: Evaluator, executor: Executor, window: RecordWindow,
+                           chunk: list[int]) -> None:
         plan = self._plan(name)
+        if executor.parallel and plan:
+            wire = await executor.score_indices(ev, plan, chunk)
+            self._store_wire(name, ev, chunk, wire)
+        else:
+            prepared = [(i, self.inputs_for(name, i, window[i].data)) for i in chunk]
+            good = [(i, inp) for i, inp in prepared if isinstance(inp, dict)]
+            outs = await executor.score_batch(ev, [inp for _, inp in good])
+            by_idx = {i: out for (i, _), out in zip(good, outs, strict=True)}
+            pairs = [(i, by_idx[i] if isinstance(inp, dict) else ev.failure(str(inp))) for i, inp in prepared]
+            self._store_outcomes(name, pairs)
+        self._tick(len(chunk))
 
-        async def one(chunk: list[int]) -> None:
-            if executor.parallel and plan:
-                wire = await executor.score_indices(ev, plan, chunk)
-                self._store_wire(name, ev, chunk, wire)
-            else:
-                prepared = [(i, self.inputs_for(name, i)) for i in chunk]
-                good = [(i, inp) for i, inp in prepared if isinstance(inp, dict)]
-                outs = await executor.score_batch(ev, [inp for _, inp in good])
-                by_idx = {i: out for (i, _), out in zip(good, outs, strict=True)}
-                pairs = [
-                    (i, by_idx[i] if isinstance(inp, dict) else ev.failure(str(inp))) for i, inp in prepared
-                ]
-                self._store_outcomes(name, pairs)
-            self._tick(len(chunk))
+    async def _sync_parallel(
+        self, evs: dict[str, Evaluator], executor: Executor, window: RecordWindow
+    ) -> None:
+        """Large input: fixed chunks of a batch, a few in flight per worker process; a batch is let go
+        once its chunks are done."""
+        in_flight = asyncio.Semaphore(max(1, self.workers or (os.cpu_count() or 1)) * 2)
 
-        if executor.parallel:  # large input: fixed chunks, a few in flight per worker process
-            in_flight = asyncio.Semaphore(max(1, self.workers or (os.cpu_count() or 1)) * 2)
+        async def limited(name: str, ev: Evaluator, chunk: list[int]) -> None:
+            try:
+                await self._score_chunk(name, ev, executor, window, chunk)
+            finally:
+                in_flight.release()
 
-            async def limited(chunk: list[int]) -> None:
-                async with in_flight:
-                    await one(chunk)
+        async def retire(start: int, tasks: list[asyncio.Task[None]]) -> None:
+            try:
+                await asyncio.gather(*tasks)
+            finally:
+                window.release(start)
 
-            chunks = [indices[s : s + BATCH_ROWS] for s in range(0, len(indices), BATCH_ROWS)]
-            await asyncio.gather(*(limited(c) for c in chunks))
-            return
-        # In process: chunks sized to take about CHUNK_SECONDS each, so a slow metric (a user's
-        # function) still stores its scores every fraction of a second, and a fast one pays little
-        # per-chunk overhead.
-        # A model metric (embeddings, BERTScore) asks for larger batches through ``min_batch_rows``:
-        # its batched forward passes need them more than it needs frequent writes.
-        floor = max(MIN_CHUNK, ev.min_batch_rows)
-        size, pos = floor, 0
-        while pos < len(indices):
-            chunk = indices[pos : pos + size]
-            started = time.perf_counter()
-            await one(chunk)
-            elapsed = max(time.perf_counter() - started, 1e-6)
-            pos += len(chunk)
-            size = int(max(floor, min(BATCH_ROWS, len(chunk) * CHUNK_SECONDS / elapsed)))
+        retiring: list[asyncio.Task[None]] = []
+        for start, batch in self.source.batches():
+            window.hold(start, batch)
+            tasks: list[asyncio.Task[None]] = []
+            for name, ev in evs.items():
+                todo = self._todo(name, start, len(batch))
+                for s in range(0, len(todo), BATCH_ROWS):
+                    await in_flight.acquire()
+                    tasks.append(asyncio.create_task(limited(name, ev, todo[s : s + BATCH_ROWS])))
+            retiring.append(asyncio.create_task(retire(start, tasks)))
+            done = [t for t in retiring if t.done()]
+            for t in done:
+                retiring.remove(t)
+                t.result()  # a failed chunk stops the run here
+        await asyncio.gather(*retiring)
+
+    async def _sync_inline(self, evs: dict[str, Evaluator], executor: Executor, window: RecordWindow) -> None:
+        """In process: chunks sized to take about CHUNK_SECONDS each, so a slow metric (a user's
+        function) still stores its scores every fraction of a second, and a fast one pays little
+        per-chunk overhead. A model metric (embeddings, BERTScore) asks for larger batches through
+        ``min_batch_rows``: its batched forward passes need them more than it needs frequent writes."""
+        sizes = {name: max(MIN_CHUNK, ev.min_batch_rows) for name, ev in evs.items()}
+        for start, batch in self.source.batches():
+            window.hold(start, batch)
+            for name, ev in evs.items():
+                floor = max(MIN_CHUNK, ev.min_batch_rows)
+                indices = self._todo(name, start, len(batch))
+                pos = 0
+                while pos < len(indices):
+                    chunk = indices[pos : pos + sizes[name]]
+                    started = time.perf_counter()
+                    await self._score_chunk(name, ev, executor, window, chunk)
+                    elapsed = max(time.perf_counter() - started, 1e-6)
+                    pos += len(chunk)
+                    sizes[name] = int(max(floor, min(BATCH_ROWS, len(chunk) * CHUNK_SECONDS / elapsed)))
+            window.release(start)
 
     # ------------------------------------------------------------------ I/O-bound evaluators
-    async def _run_async(self, evs: dict[str, Evaluator], todo: dict[str, list[int]]) -> None:
-        queue: list[tuple[int, str]] = [(i, n) for n in evs for i in todo[n]]
-        queue.sort()  # row by row, so the rows that finish first are whole
-        if not queue:
+    async def _run_async(self, evs: dict[str, Evaluator]) -> None:
+        names = sorted(evs)  # row by row, so the rows that finish first are whole
+        pending = sum(self.n - int(self.stored[n].sum()) for n in names)
+        if not pending:
             return
         n_workers = max(
             1,
@@ -554,9 +643,8 @@ class _Runner:
             or 8 * int(self.ctx.options.get("concurrency") or 32),
         )
 
-        async def job(i: int, name: str) -> None:
+        async def job(i: int, name: str, inputs: dict[str, Any] | str) -> None:
             ev = self.evs[name]
-            inputs = self.inputs_for(name, i)
             if isinstance(inputs, dict):
                 out, usage = await executor.ascore(ev, inputs)
             else:
@@ -564,21 +652,208 @@ class _Runner:
             if usage and out.scores:
                 out.scores[0].usage = usage
             writer.add(name, (i, out, out.failed, usage or None, out.scores))
-            self.scores[i, name] = (out, usage or None)
+            self._record(name, i, out, usage or None)
             self._tick(1)
+
+        def jobs() -> Iterator[Callable[[], Awaitable[None]]]:
+            # Inputs are made as each job is handed out: only the batch being read is held.
+            for start, batch in self.source.batches():
+                todo = {name: set(self._todo(name, start, len(batch))) for name in names}
+                for offset, rec in enumerate(batch):
+                    i = start + offset
+                    for name in names:
+                        if i in todo[name]:
+                            yield functools.partial(job, i, name, self.inputs_for(name, i, rec.data))
 
         writer = self._writer = _GroupWriter(self.store, self.ctx.run_id)
         flusher = asyncio.create_task(writer.every(FLUSH_SECONDS))
-        executor = make_executor(self.executor_choice, self.records, self.ctx.options)
+        window = RecordWindow(self.n, self.source.records)
+        executor = make_executor(self.executor_choice, window, self.ctx.options)
         try:
-            jobs = (functools.partial(job, i, n) for i, n in queue)
-            await executor.run_jobs(jobs, min(n_workers, len(queue)))
+            await executor.run_jobs(jobs(), min(n_workers, pending))
         finally:
             executor.close()
-            # judge calls made elsewhere (Ray workers): their provenance, as the judge session's hook gives it
-            self.ctx.info.update(getattr(executor, "run_info", None) or {})
             flusher.cancel()
             writer.flush()  # also when the run stops early: nothing that was scored is lost
+
+    # ------------------------------------------------------------------ the result
+    def result(
+        self, extra_info: Mapping[str, Any] | None = None, *, aborted: str | None = None
+    ) -> EvaluationResult:
+        """Rows, metrics and summary of the run (reads the store, writes nothing). ``aborted``: the
+        cause of a run that stopped early; pairs it left unscored count as failed with it (they are
+        not stored, so a resume scores them)."""
+        if self.resumed:
+            self._feed_stored()
+        missing = self.acc.missing()
+        failures: dict[str, Outcome] = {}
+        if aborted is not None:
+            for name, ev in self.evs.items():
+                unseen = np.flatnonzero(~self.acc.seen(name))
+                if not len(unseen):
+                    continue
+                out = ev.failure(f"not scored: the run was stopped: {aborted}", kind="aborted")
+                failures[name] = out
+                lines = score_lines(out.scores)
+                for i in unseen.tolist():
+                    self.acc.add_result(name, i, out, True, lines)
+        evs = self.evs
+        figures = self.acc.finish(
+            {name: ev.info for name, ev in evs.items()},
+            {name: ev.aggregator_options() for name, ev in evs.items()},
+            self._corpus(),
+            own_aggregators(evs),
+            missing=missing,
+            aborted=aborted is not None,
+        )
+        rows: Sequence[dict[str, Any]]
+        n_failed: int | None = None
+        if self.keep:
+            rows = self._rows_in_memory(failures)
+        else:
+            rows = StoredRows(
+                self.store, self.ctx.run_id, self.n, figures.schema, records=self.source.records,
+                unscored=lambda name, i: failures.get(name),
+            )
+            n_failed = figures.n_failed
+        unscored = [name for name, ev in evs.items()
+                    if not figures.summary.get(f"{name}.{ev.info.key}", {}).get("n")]
+        info = self.store.get_run(self.ctx.run_id)
+        run: dict[str, Any] = info.as_dict() if info is not None else {"id": self.ctx.run_id}
+        run["status"] = figures.status
+        run["usage"] = figures.usage
+        run["unscored_metrics"] = unscored
+        run.update(extra_info or {})
+        return EvaluationResult(rows=rows, metrics=figures.metrics, summary=figures.summary, run=run,
+                                n_failed=n_failed)
+
+    def _feed_stored(self) -> None:
+        """Feed the stored results this call did not produce (a resume's earlier scores), page by page."""
+        evs = self.evs
+        for start in range(0, self.n, STORE_PAGE):
+            stop = min(self.n, start + STORE_PAGE)
+            unseen = {name: ~self.acc.seen(name)[start:stop] for name in evs}
+            if not any(mask.any() for mask in unseen.values()):
+                continue
+            page = _stored_page(self.store, self.ctx.run_id, evs, start, stop)
+            for (idx, name), (out, usage) in page.items():
+                if not unseen[name][idx - start]:
+                    continue
+                lines = out.lines if type(out) is CompactOutcome else score_lines(out.scores)
+                self.acc.add_result(name, idx, out, out.failed, lines, usage)
+                if self.keep:
+                    self.scores[idx, name] = (out, usage)
+
+    def _rows_in_memory(self, failures: Mapping[str, Outcome]) -> list[dict[str, Any]]:
+        """The rows of a small run as the SDK's frame makes them (engine/frame.py)."""
+        records = self.source.records
+        if records is None:
+            records = [rec for _, batch in self.source.batches() for rec in batch]
+        per_eval: dict[str, list[Outcome | None]] = {name: [] for name in self.evs}
+        for i in range(self.n):
+            for name in self.evs:
+                out = self.scores.get((i, name), (None, None))[0]
+                per_eval[name].append(failures.get(name) if out is None else out)
+        targets: list[tuple[dict[str, Any] | None, str | None]] | None = None
+        if self.acc.with_target:
+            stored = {r.idx: (r.target, r.target_error) for r in self.store.get_rows(self.ctx.run_id)}
+            targets = [self.targets.get(i, stored.get(i, (None, None))) for i in range(self.n)]
+        rows, _ = sdk_rows(
+            [sdk_input(rec.data, rec.source) for rec in records],
+            per_eval,
+            {name: [o is None or o.failed for o in outs] for name, outs in per_eval.items()},
+            targets,
+        )
+        return rows
+
+    def _corpus(self) -> dict[str, dict[str, float]]:
+        """Corpus-level figures of the evaluators that compute them, over the rows they scored: the
+        inputs read again from the source, the outputs from the store, one page at a time."""
+        corpus: dict[str, dict[str, float]] = {}
+        for name, ev in self.evs.items():
+            if type(ev).corpus_metrics is Evaluator.corpus_metrics:
+                continue
+            scores = self.acc.scores[name]
+            ok = scores.seen & ~scores.failed
+            count = int(ok.sum())
+            inputs = _Pass(count, lambda name=name, ok=ok: self._corpus_inputs(name, ok))  # type: ignore[misc]
+            outputs = _Pass(count, lambda name=name, ok=ok: self._corpus_outputs(name, ok))  # type: ignore[misc]
+            corpus[name] = ev.corpus_metrics(inputs, outputs)
+        return corpus
+
+    def _corpus_inputs(self, name: str, ok: np.ndarray) -> Iterator[dict[str, Any]]:
+        ev, plan = self.evs[name], self._plan(name)
+        mapping = self.mappings.get(name, {})
+        for start, batch in self.source.batches():
+            for offset in np.flatnonzero(ok[start : start + len(batch)]).tolist():
+                data = batch[offset].data
+                if plan:
+                    yield direct_inputs(plan, data)
+                else:
+                    target = self.targets.get(start + offset, (None, None))[0]
+                    yield evaluator_inputs(ev, mapping, data, target)
+
+    def _corpus_outputs(self, name: str, ok: np.ndarray) -> Iterator[Outcome]:
+        for start in range(0, self.n, STORE_PAGE):
+            stop = min(self.n, start + STORE_PAGE)
+            if not ok[start:stop].any():
+                continue
+            lines = self.store.fetch_all(
+                "SELECT idx, outputs FROM scores WHERE run_id = ? AND evaluator = ? AND idx >= ? AND idx < ? "
+                "ORDER BY idx",
+                (self.ctx.run_id, name, start, stop),
+            )
+            for idx, text in lines:
+                if ok[idx]:
+                    yield CompactOutcome(json.loads(text), (), False)
+
+
+class _Pass(Sequence[Any]):
+    """A sequence read once, in order, as it is iterated (a corpus metric's rows); ``len`` known
+    ahead. Indexing reads it whole first (no corpus metric here indexes)."""
+
+    def __init__(self, n: int, make: Callable[[], Iterator[Any]]) -> None:
+        self._n, self._make = n, make
+        self._whole: list[Any] | None = None
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._make() if self._whole is None else iter(self._whole)
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._whole is None:
+            self._whole = list(self._make())
+        return self._whole[index]
+
+
+class RecordWindow(Sequence[Record]):
+    """Records by their index in the run, for the batches being worked on (what an executor's
+    ``score_indices`` looks rows up in): every record when the run holds them, else the batches
+    :meth:`hold` keeps until :meth:`release`."""
+
+    def __init__(self, n_rows: int, records: Sequence[Record] | None = None) -> None:
+        self._n, self._all = n_rows, records
+        self._batches: dict[int, list[Record]] = {}
+
+    def hold(self, start: int, batch: list[Record]) -> None:
+        if self._all is None:
+            self._batches[start] = batch
+
+    def release(self, start: int) -> None:
+        self._batches.pop(start, None)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._all is not None:
+            return self._all[index]
+        for start, batch in self._batches.items():
+            if start <= index < start + len(batch):
+                return batch[index - start]
+        raise IndexError(f"row {index} is not in a batch being worked on")
 
 
 class _GroupWriter:
@@ -622,102 +897,6 @@ def _direct_plan(
     return tuple((spec.name, (spec.name, *ALIASES.get(spec.name, ()))) for spec in ev.inputs)
 
 
-def build_result(
-    store: Store,
-    run_id: str,
-    records: list[Record],
-    evs: Mapping[str, Evaluator],
-    mappings: Mapping[str, Mapping[str, Ref]],
-    extra_info: Mapping[str, Any] | None = None,
-    *,
-    scores: Mapping[tuple[int, str], tuple[Outcome, dict[str, Any] | None]] | None = None,
-    targets: Mapping[int, tuple[dict[str, Any] | None, str | None]] | None = None,
-    aborted: str | None = None,
-) -> EvaluationResult:
-    """Assemble rows, metrics and summary (reads the store, writes nothing).
-
-    ``scores`` and ``targets``: what the run just produced, when it covers every row and evaluator;
-    otherwise (a resumed or aborted run) what is stored is read back. ``aborted``: the cause of a run
-    that stopped early; rows it left unscored count as failed with it (they are not stored, so a
-    resume scores them)."""
-    if scores is None or len(scores) < len(records) * len(evs):
-        scores = {**stored_outcomes(store, run_id, evs), **(scores or {})}
-    if targets is None or len(targets) < len(records):
-        targets = {r.idx: (r.target, r.target_error) for r in store.get_rows(run_id)}
-    per_eval: dict[str, list[Outcome | None]] = {name: [] for name in evs}
-    usage_total: dict[str, float] = {}
-    missing = 0
-    for i in range(len(records)):
-        for name in evs:
-            out, usage = scores.get((i, name), (None, None))
-            if out is None:
-                missing += 1
-                if aborted is not None:
-                    out = evs[name].failure(f"not scored: the run was stopped: {aborted}", kind="aborted")
-            per_eval[name].append(out)
-            for k, v in (usage or {}).items():
-                if isinstance(v, (int, float)):
-                    usage_total[k] = usage_total.get(k, 0) + v
-    # The rows and metrics as the compatible SDK's data frame makes them (engine/frame.py).
-    with_target = any(t != (None, None) for t in targets.values())
-    rows, columns = sdk_rows(
-        [sdk_input(rec.data, rec.source) for rec in records],
-        per_eval,
-        {name: [o is None or o.failed for o in outs] for name, outs in per_eval.items()},
-        [targets.get(i, (None, None)) for i in range(len(records))] if with_target else None,
-    )
-    corpus = _corpus_metrics(records, evs, mappings, targets, per_eval)
-    metrics = sdk_metrics(columns, own_aggregators(evs))
-    for name, figures in corpus.items():
-        metrics.update({f"{name}.{k}": v for k, v in figures.items()})
-    summary = summarize({name: ev.info for name, ev in evs.items()}, per_eval, corpus,
-                        {name: ev.aggregator_options() for name, ev in evs.items()})
-    unscored = [name for name, ev in evs.items() if not summary.get(f"{name}.{ev.info.key}", {}).get("n")]
-    info = store.get_run(run_id)
-    run: dict[str, Any] = info.as_dict() if info is not None else {"id": run_id}
-    run["status"] = _run_status(per_eval, missing=missing, aborted=aborted)
-    run["usage"] = usage_total
-    run["unscored_metrics"] = unscored
-    run.update(extra_info or {})
-    return EvaluationResult(rows=rows, metrics=metrics, summary=summary, run=run)
-
-
-def _corpus_metrics(
-    records: list[Record],
-    evs: Mapping[str, Evaluator],
-    mappings: Mapping[str, Mapping[str, Ref]],
-    targets: Mapping[int, tuple[dict[str, Any] | None, str | None]],
-    per_eval: Mapping[str, list[Outcome | None]],
-) -> dict[str, dict[str, float]]:
-    """Corpus-level figures of the evaluators that compute them, over the rows they scored."""
-    corpus: dict[str, dict[str, float]] = {}
-    has_target = any(t[0] is not None for t in targets.values())
-    for name, ev in evs.items():
-        if type(ev).corpus_metrics is Evaluator.corpus_metrics:
-            continue
-        ok = [i for i, out in enumerate(per_eval[name]) if out is not None and not out.failed]
-        plan = _direct_plan(ev, mappings.get(name, {}), has_target)
-        if plan:
-            ins = [direct_inputs(plan, records[i].data) for i in ok]
-        else:
-            ins = [
-                evaluator_inputs(ev, mappings.get(name, {}), records[i].data, targets.get(i, (None, None))[0])
-                for i in ok
-            ]
-        corpus[name] = ev.corpus_metrics(ins, [per_eval[name][i] or Outcome([]) for i in ok])
-    return corpus
-
-
-def _run_status(per_eval: Mapping[str, list[Outcome | None]], *, missing: int, aborted: str | None) -> str:
-    """The run's status: aborted, incomplete (scores missing), completed with failures, or completed."""
-    if aborted is not None:
-        return "aborted"
-    if missing:
-        return "incomplete"
-    any_failed = any(o is None or o.failed for outs in per_eval.values() for o in outs)
-    return "completed_with_failures" if any_failed else "completed"
-
-
 def stored_outcomes(
     store: Store, run_id: str, evs: Mapping[str, Evaluator]
 ) -> dict[tuple[int, str], tuple[Outcome, dict[str, Any] | None]]:
@@ -747,6 +926,42 @@ def stored_outcomes(
             ),
             usage,
         )
+    return out
+
+
+def _stored_page(
+    store: Store, run_id: str, evs: Mapping[str, Evaluator], start: int, stop: int
+) -> dict[tuple[int, str], tuple[Outcome, dict[str, Any] | None]]:
+    """:func:`stored_outcomes` of the rows ``start`` to ``stop`` (exclusive)."""
+    typed: dict[tuple[int, str], list[ScoreLine]] = {}
+    for idx, name, metric, value, label, status, kind, passed in store.fetch_all(
+        "SELECT idx, evaluator, metric, value, label, status, error_kind, passed FROM score_values "
+        "WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY evaluator, idx, metric",
+        (run_id, start, stop),
+    ):
+        typed.setdefault((int(idx), str(name)), []).append(
+            (metric, value, label, status, kind, None if passed is None else bool(passed))
+        )
+    out: dict[tuple[int, str], tuple[Outcome, dict[str, Any] | None]] = {}
+    for idx, name, text, usage_text in store.fetch_all(
+        "SELECT idx, evaluator, outputs, usage FROM scores WHERE run_id = ? AND idx >= ? AND idx < ?",
+        (run_id, start, stop),
+    ):
+        ev = evs.get(name)
+        if ev is None:
+            continue
+        outputs = json.loads(text)
+        usage = json.loads(usage_text) if usage_text else None
+        lines = typed.get((int(idx), str(name)))
+        if lines is None:
+            out[int(idx), name] = (ev.as_outcome(outputs), usage)
+            continue
+        main = ev.info.key
+        lines.sort(key=lambda line: line[0] != main)  # the main score first
+        error = outputs.get(f"{ev.info.prefix}_error")
+        failed = any(line[3] != Status.OK.value for line in lines)
+        message = None if error is None else str(error)
+        out[int(idx), name] = (CompactOutcome(outputs, lines, failed, message), usage)
     return out
 
 

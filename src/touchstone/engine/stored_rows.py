@@ -1,0 +1,180 @@
+"""``evaluate()``'s rows of a large run, read from the run store page by page instead of held.
+
+:class:`StoredRows` is a read-only sequence: ``len``, indexing, slices (lists), iteration (one page
+of :data:`PAGE_ROWS` rows at a time) and ``==`` with a list behave as on the list of rows a small
+run returns, and each row is rendered exactly as :func:`~touchstone.engine.frame.sdk_rows` renders
+it, with the :class:`~touchstone.engine.accumulate.FrameSchema` gathered over the whole run.
+The evaluators' outputs come from the store; the input rows from the records when the run holds
+them, else from the store's copy of each row.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+from touchstone.data.loaders import Record
+from touchstone.engine import frame as fr
+from touchstone.engine.accumulate import FrameSchema, render
+from touchstone.store import Store
+
+PAGE_ROWS = 2000
+
+Outputs = tuple[Mapping[str, Any] | None, bool]
+"""One evaluator's outputs on a row (None: no result) and whether they count as failed."""
+
+
+class StoredRows(Sequence[dict[str, Any]]):
+    """The rows of run ``run_id``, rendered from ``store`` on demand (see the module's text).
+
+    ``unscored(name, i)``: the outputs standing for a (row, evaluator) pair the store has no result
+    for (an aborted run's failure), or None."""
+
+    def __init__(
+        self,
+        store: Store,
+        run_id: str,
+        n_rows: int,
+        schema: FrameSchema,
+        *,
+        records: Sequence[Record] | None = None,
+        unscored: Callable[[str, int], Mapping[str, Any] | None] | None = None,
+    ) -> None:
+        self._store, self._run_id, self._n = store, run_id, n_rows
+        self._schema, self._records, self._unscored = schema, records, unscored
+        self._page: tuple[int, list[dict[str, Any]]] | None = None
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._n)
+            if step == 1:
+                return self._range(start, stop) if start < stop else []
+            return [self[i] for i in range(start, stop, step)]
+        i = index + self._n if index < 0 else index
+        if not 0 <= i < self._n:
+            raise IndexError("row index out of range")
+        first = i - i % PAGE_ROWS
+        if self._page is None or self._page[0] != first:
+            self._page = (first, self._range(first, min(self._n, first + PAGE_ROWS)))
+        return self._page[1][i - first]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for start in range(0, self._n, PAGE_ROWS):
+            yield from self._range(start, min(self._n, start + PAGE_ROWS))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, StoredRows)):
+            return len(other) == self._n and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, as a list
+
+    def __repr__(self) -> str:
+        return f"<StoredRows: {self._n} rows of run {self._run_id}>"
+
+    def _range(self, start: int, stop: int) -> list[dict[str, Any]]:
+        """Rows ``start`` to ``stop`` (exclusive), read with two queries."""
+        lines = self._store.fetch_all(
+            "SELECT idx, source, data, target, target_error FROM rows "
+            "WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
+            (self._run_id, start, stop),
+        )
+        inputs: dict[int, tuple[Mapping[str, Any], str, Mapping[str, Any] | None, str | None]] = {}
+        for idx, source, data, target, error in lines:
+            inputs[int(idx)] = (json.loads(data), source or "", json.loads(target) if target else None, error)
+        outputs: dict[tuple[int, str], Outputs] = {}
+        for idx, name, text, failed in self._store.fetch_all(
+            "SELECT idx, evaluator, outputs, failed FROM scores WHERE run_id = ? AND idx >= ? AND idx < ?",
+            (self._run_id, start, stop),
+        ):
+            outputs[int(idx), str(name)] = (json.loads(text), bool(failed))
+        rows = []
+        for i in range(start, stop):
+            data, source, target, error = inputs.get(i, ({}, "", None, None))
+            if self._records is not None:
+                rec = self._records[i]
+                data, source = rec.data, rec.source
+            rows.append(self._row(i, data, source, target, error, outputs))
+        return rows
+
+    def _row(
+        self, i: int, data: Mapping[str, Any], source: str, target: Mapping[str, Any] | None,
+        target_error: str | None, outputs: Mapping[tuple[int, str], Outputs],
+    ) -> dict[str, Any]:
+        schema = self._schema
+        row = render_row(schema, i, fr.sdk_input(data, source), target, target_error)
+        for name in schema.evaluators:
+            out, failed = outputs.get((i, name), (None, True))
+            if out is None and self._unscored is not None:
+                out = self._unscored(name, i)
+            render_outputs(schema, name, row, out, failed)
+        return row
+
+
+def render_row(
+    schema: FrameSchema, i: int, data: Mapping[str, Any], target: Mapping[str, Any] | None,
+    target_error: str | None,
+) -> dict[str, Any]:
+    """The inputs (and target) part of row ``i`` as :func:`~touchstone.engine.frame.sdk_rows` makes it."""
+    missing = fr._MISSING
+    row: dict[str, Any] = {}
+    for col in schema.inputs.columns:
+        row["inputs." + col.key] = render(data.get(col.key, missing), col.mode)
+    targets = schema.targets
+    got = target if target_error is None else None
+    if targets is not None:
+        row["inputs.line_number"] = i
+        for col in targets.columns:
+            value = missing if got is None else got.get(col.key, missing)
+            row["outputs." + col.key] = render(value, col.mode)
+    for col in schema.inputs.leaves:
+        row["inputs." + col.key] = render(_leaf(data.get(col.column, missing), col.key, col.column), col.mode)
+    if targets is not None:
+        for col in targets.leaves:
+            value = missing if got is None else got.get(col.column, missing)
+            row["outputs." + col.key] = render(_leaf(value, col.key, col.column), col.mode)
+        if target_error is not None:
+            row["outputs.target_error"] = target_error
+    return row
+
+
+def render_outputs(
+    schema: FrameSchema, name: str, row: dict[str, Any], out: Mapping[str, Any] | None, failed: bool
+) -> None:
+    """Add evaluator ``name``'s columns to ``row`` (``out``: its outputs on the row, or None)."""
+    spec = schema.evaluators[name]
+    head = f"outputs.{name}."
+    missing = fr._MISSING
+    src = None if failed else out
+    parts: dict[str, Any] = {}
+    if src is not None:
+        for key in spec.spread:
+            value = src.get(key)
+            if isinstance(value, Mapping):
+                fr._flatten_dict(value, key, parts)
+    for col in spec.columns:
+        if src is None:
+            value = missing
+        elif col.part:
+            value = parts.get(col.key, missing)
+        else:
+            value = src.get(col.key, missing)
+        row[head + col.key] = render(value, col.mode)
+    if failed and out is not None:  # touchstone's account of the failure, beside the NaNs
+        row.update((head + k, v) for k, v in out.items() if k not in spec.names)
+
+
+def _leaf(value: Any, path: str, column: str) -> Any:
+    if not isinstance(value, Mapping):
+        return None
+    return fr._leaf(value, path[len(column) + 1 :].split("."))
