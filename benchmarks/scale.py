@@ -71,7 +71,8 @@ started = time.perf_counter()
 result = evaluate(data=data, evaluators=evs, store=args["store"], executor=executor, **options)
 seconds = time.perf_counter() - started
 print(json.dumps({"seconds": seconds, "rows": len(result.rows), "failed": result.n_failed,
-                  "metrics": {k: v for k, v in result.metrics.items() if isinstance(v, float)}}))
+                  "metrics": {k: v for k, v in result.metrics.items() if isinstance(v, float)},
+                  "judge_stats": (result.run.get("judge") or {}).get("stats")}))
 """
 
 
@@ -133,22 +134,48 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+SERVER = r"""
+import asyncio, json, signal, sys
+from tests.fakes.openai_server import FakeOpenAIServer
+args = json.loads(sys.argv[1])
+server = FakeOpenAIServer(port=args["port"], latency=args["latency"], max_concurrency=args["cap"],
+                          retry_after=0.05)
+
+async def run():
+    task = asyncio.ensure_future(server.serve_forever())
+    while server._server is None:
+        await asyncio.sleep(0.01)
+    print("ready", flush=True)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    await stop.wait()
+    print(json.dumps({"requests": len(server.requests), "max_active": server.max_active,
+                      "rejected_429": server.rejected_busy}), flush=True)
+    task.cancel()
+
+asyncio.run(run())
+"""
+
+
 def judge(rows: int, cpus: int, store: str) -> dict[str, Any]:
+    """The judge scenario against a fake server in its own process, which reports the most requests
+    it had in flight at once and how many it refused with 429 (over its cap)."""
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai_server", "--port", str(port), "--latency", str(LATENCY),
-         "--max-concurrency", str(CAP), "--retry-after", "0.05"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        [sys.executable, "-c", SERVER, json.dumps({"port": port, "latency": LATENCY, "cap": CAP})],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
     )
     try:
         assert server.stdout is not None
-        server.stdout.readline()  # "fake OpenAI server on ..."
+        server.stdout.readline()  # "ready"
         result = measured({"scenario": "judge", "rows": rows, "ray_cpus": cpus, "store": store,
                            "base_url": f"http://127.0.0.1:{port}/v1"})
     finally:
         server.terminate()
-        server.wait()
+        out, _ = server.communicate(timeout=30)
+    stats = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+    result["server"] = {**stats, "cap": CAP}
     calls_per_s = result["rows"] / result["seconds"]  # one call per row for groundedness
     result["share_of_capacity"] = round(calls_per_s / CAPACITY, 3)
     return result

@@ -3,19 +3,21 @@
 CPU-bound metrics run as Ray tasks, one per batch of rows (the driver sends each task the rows it
 scores, never the whole dataset); Ray retries a task whose worker died, so no row is lost. I/O-bound
 metrics (judges) run in async Ray actors, :data:`JUDGE_WORKERS` by default, each with its own judge
-session (HTTP clients, cache, retries) whose concurrency limit is **one for the whole cluster**: a
-limiter actor holds the :class:`~touchstone.judges.limiter.AdaptiveLimiter` of each judge backend
-(the same adaptive logic as a local run, and the server's Retry-After pauses), and the workers take
-and give back its slots. Results come back to the driver, which writes the store as a local run
-does, so a run whose driver crashed resumes from what the store holds. Ray is imported only here,
-when a run asks for it (``pip install 'touchstone[ray]'``).
+session (HTTP clients, cache, retries) whose concurrency limit is **one for the whole cluster**: each
+worker leases a share of it from a limiter actor every fraction of a second, and adapts within its
+share as a local run does (:mod:`touchstone.engine.ray_limiter`); no actor call is made per request.
+A judge worker that dies is restarted by Ray and the rows it held are sent to it again. Results come
+back to the driver, which writes the store as a local run does, so a run whose driver crashed
+resumes from what the store holds; the workers' judge provenance and counters are merged into the
+run's (:attr:`RayExecutor.run_info`). Ray is imported only here, when a run asks for it
+(``pip install 'touchstone[ray]'``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import itertools
+import functools
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -23,9 +25,9 @@ from typing import Any
 
 from touchstone.data.loaders import Record
 from touchstone.engine.executors import Plan, WireRow, direct_inputs, score_wire, score_with_usage
+from touchstone.engine.ray_limiter import Lease, LeasedLimiter, LimiterActor
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import Evaluator
-from touchstone.judges.limiter import AdaptiveLimiter, Ticket
 from touchstone.scores import Outcome
 
 JUDGE_WORKERS = 2
@@ -36,6 +38,8 @@ JUDGE_BATCH = 32
 JUDGE_BATCH_SECONDS = 0.005
 """...or fewer, after waiting this long for more."""
 INSTALL_HINT = "pip install 'touchstone[ray]'"
+INFO_SECONDS = 10.0
+"""How long the driver waits for the judge workers' provenance at the end of a run."""
 Scored = tuple[Outcome, dict[str, Any]]
 """A judge row's Outcome and the usage of its calls."""
 _BACKGROUND: set[asyncio.Task[None]] = set()
@@ -76,12 +80,16 @@ class RayExecutor:
         self._ev_refs: dict[int, tuple[str, Any]] = {}
         self._actors: list[Any] = []
         self._limiter: Any = None
-        self._next_actor = itertools.count()
+        self._load: list[int] = []
         self._pending: list[tuple[Evaluator, dict[str, Any], asyncio.Future[Scored]]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._waiting: set[asyncio.Task[None]] = set()
         self._batch_task: Any = None
         self._wire_task: Any = None
+        self._started: float | None = None
+        self.run_info: dict[str, Any] = {}
+        """What the run records of work done elsewhere: ``{"judge": ...}``, the judge workers'
+        provenance and counters, once :meth:`close` has collected them."""
 
     def bind(self, records: Sequence[Record], options: Mapping[str, Any]) -> RayExecutor:
         """A copy of this executor for one part of a run over ``records`` (``options``: the run's
@@ -89,7 +97,8 @@ class RayExecutor:
         bound = copy.copy(self)
         bound._records, bound._options = records, dict(options)
         bound._ev_refs, bound._actors, bound._pending, bound._waiting = {}, [], [], set()
-        bound._limiter, bound._timer, bound._next_actor = None, None, itertools.count()
+        bound._limiter, bound._timer, bound._load = None, None, []
+        bound._started, bound.run_info = None, {}
         bound._ray = ray = connect(self.address)
         # Ray retries a task whose worker process died (max_retries=-1: as often as it takes)
         bound._batch_task = ray.remote(max_retries=-1)(_score_batch)
@@ -140,11 +149,12 @@ class RayExecutor:
         # named, so that a restarted judge worker finds it again by name
         name = f"touchstone-limiter-{uuid.uuid4().hex}"
         limiter = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(LimiterActor)
-        self._limiter = limiter.options(name=name).remote()
+        self._limiter = limiter.options(name=name).remote(self.judge_workers)
         worker = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1, scheduling_strategy="SPREAD")(
             JudgeWorker
         )
         self._actors = [worker.remote(self._options, name) for _ in range(self.judge_workers)]
+        self._load = [0] * len(self._actors)
 
     def _send(self) -> None:
         if self._timer is not None:
@@ -154,19 +164,27 @@ class RayExecutor:
         if not pending:
             return
         if not self._actors:
+            self._started = time.monotonic()
             self._start_actors()
         by_ev: dict[int, list[tuple[Evaluator, dict[str, Any], asyncio.Future[Any]]]] = {}
         for item in pending:
             by_ev.setdefault(id(item[0]), []).append(item)
         for items in by_ev.values():
             key, ref = self._ev_ref(items[0][0])
-            actor = self._actors[next(self._next_actor) % len(self._actors)]
+            # to the worker with the fewest rows outstanding: one that is slower (a restart, a busy
+            # core) gets fewer, rather than a growing queue while the other has nothing to do
+            n = min(range(len(self._actors)), key=lambda k: (self._load[k], k))
+            self._load[n] += len(items)
             # the evaluator's reference inside a list: Ray passes it as a reference, and the actor
             # fetches the evaluator only the first time it sees ``key``
-            call = actor.score.remote(key, [ref], [inputs for _, inputs, _ in items])
+            call = self._actors[n].score.remote(key, [ref], [inputs for _, inputs, _ in items])
             task = _background(_deliver(call, [fut for _, _, fut in items]))
             self._waiting.add(task)
             task.add_done_callback(self._waiting.discard)
+            task.add_done_callback(functools.partial(self._unload, n, len(items)))
+
+    def _unload(self, n: int, rows: int, _: object) -> None:
+        self._load[n] -= rows
 
     def close(self) -> None:
         if self._timer is not None:
@@ -177,10 +195,29 @@ class RayExecutor:
         self._pending = []
         for task in list(self._waiting):
             task.cancel()
+        if self._ray is not None and self._actors:
+            self.run_info = self._collect_info()
         if self._ray is not None:
             for actor in [*self._actors, *([self._limiter] if self._limiter is not None else [])]:
                 self._ray.kill(actor)
         self._actors, self._limiter = [], None
+
+    def _collect_info(self) -> dict[str, Any]:
+        """The judge workers' provenance merged as one session's (empty when none can be had)."""
+        try:
+            infos = self._ray.get([actor.info.remote() for actor in self._actors], timeout=INFO_SECONDS)
+            limits = self._ray.get(self._limiter.state.remote(), timeout=INFO_SECONDS)
+        except Exception:  # a worker gone or hung: provenance is not worth holding the run's end
+            return {}
+        judge = merge_judge_info([info for info in infos if info])
+        if judge is None:
+            return {}
+        judge["workers"] = len(self._actors)
+        # without their keys, which hold a digest of the API key and the extra headers
+        judge["cluster_limits"] = list(limits.values())
+        if self._started is not None:
+            judge["seconds"] = round(time.monotonic() - self._started, 3)
+        return {"judge": judge}
 
 
 def connect(address: str | None) -> Any:
@@ -192,6 +229,40 @@ def connect(address: str | None) -> Any:
         except ConnectionError as exc:
             raise ConfigurationError(f"cannot reach the Ray cluster at {address!r}: {exc}") from None
     return ray
+
+
+CLUSTER_FIGURES: dict[str, Callable[[list[float]], float]] = {
+    "concurrency_final": sum, "concurrency_min": min, "concurrency_decreases": max,
+}
+"""How the workers' per-model concurrency figures make the cluster's: each worker's final figure is
+its share of the cluster's limit (they add up to it); its lowest limit and decreases are the
+cluster's limit's as last heard (the latest heard wins)."""
+
+
+def merge_judge_info(infos: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The judge sessions' provenance of several workers as one run's: models merged by provider,
+    model and host (their concurrency figures summed), counters summed, settings as they are."""
+    if not infos:
+        return None
+    models: dict[tuple[Any, ...], dict[str, Any]] = {}
+    stats: dict[str, float] = {}
+    for info in infos:
+        for entry in info.get("models", []):
+            key = (entry.get("provider"), entry.get("model"), entry.get("host"))
+            merged = models.get(key)
+            if merged is None:
+                models[key] = dict(entry)
+                continue
+            for figure, combine in CLUSTER_FIGURES.items():
+                values = [v for v in (merged.get(figure), entry.get(figure)) if isinstance(v, (int, float))]
+                if values:
+                    merged[figure] = combine(values)
+            unsupported = {*merged.get("unsupported_params", []), *entry.get("unsupported_params", [])}
+            merged["unsupported_params"] = sorted(unsupported)
+        for name, value in info.get("stats", {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                stats[name] = stats.get(name, 0) + value
+    return {"models": list(models.values()), "settings": infos[0].get("settings", {}), "stats": stats}
 
 
 async def _deliver(call: Any, futures: list[asyncio.Future[Any]]) -> None:
@@ -214,113 +285,9 @@ def _score_batch(ev: Evaluator, rows: list[dict[str, Any]]) -> list[Outcome]:
     return ev.score_batch(rows)
 
 
-class LimiterActor:
-    """One :class:`AdaptiveLimiter` per judge backend for the whole cluster (an async Ray actor)."""
-
-    def __init__(self) -> None:
-        self._limiters: dict[str, AdaptiveLimiter] = {}
-        self._tickets: dict[tuple[str, int], tuple[Ticket, str]] = {}
-
-    def _limiter(self, key: str, maximum: int, adaptive: bool) -> AdaptiveLimiter:
-        limiter = self._limiters.get(key)
-        if limiter is None:
-            limiter = self._limiters[key] = AdaptiveLimiter(maximum, adaptive=adaptive)
-        return limiter
-
-    async def acquire(
-        self, key: str, maximum: int, adaptive: bool, owner: str
-    ) -> tuple[Ticket, dict[str, Any]]:
-        limiter = self._limiter(key, maximum, adaptive)
-        ticket = await limiter.acquire()
-        self._tickets[key, ticket.seq] = (ticket, owner)
-        return ticket, _state(limiter)
-
-    async def release(self, key: str, seq: int, outcome: str) -> None:
-        held = self._tickets.pop((key, seq), None)
-        if held is not None:  # unknown after a restart of this actor: nothing to give back
-            self._limiters[key].release(held[0], outcome)
-
-    async def forget(self, owner: str) -> int:
-        """Give back the slots held by a judge worker that died (``owner``: its actor id, which its
-        restarted self reports): its requests ended with it. The number given back."""
-        dead = [(key, seq) for (key, seq), (_, who) in self._tickets.items() if who == owner]
-        for key, seq in dead:
-            await self.release(key, seq, "cancelled")
-        return len(dead)
-
-    async def detach(self, key: str, seq: int) -> None:
-        held = self._tickets.get((key, seq))
-        if held is not None:
-            self._limiters[key].detach(held[0])
-
-    async def pause(self, key: str, seconds: float) -> None:
-        limiter = self._limiters.get(key)
-        if limiter is not None:
-            limiter.pause(seconds)
-
-    async def state(self, key: str) -> dict[str, Any]:
-        limiter = self._limiters.get(key)
-        return {} if limiter is None else _state(limiter)
-
-
-def _state(limiter: AdaptiveLimiter) -> dict[str, Any]:
-    return {
-        "current": limiter.current,
-        "min_limit": limiter.min_limit,
-        "decreases": limiter.decreases,
-        "stall": limiter.stall_after(),
-    }
-
-
-class RemoteLimiter:
-    """The limiter a judge worker's backend uses: slots taken from and given back to the cluster's
-    :class:`LimiterActor` (same interface as :class:`AdaptiveLimiter` for the judge session)."""
-
-    def __init__(self, actor: Any, key: str, maximum: int, adaptive: bool, owner: str) -> None:
-        self._actor, self._key, self._owner = actor, key, owner
-        self.maximum, self.adaptive = maximum, adaptive
-        self.current, self.min_limit, self.decreases = maximum, float(maximum), 0
-        self._stall: float | None = None
-
-    def _update(self, state: Mapping[str, Any]) -> None:
-        self.current = int(state.get("current", self.current))
-        self.min_limit = float(state.get("min_limit", self.min_limit))
-        self.decreases = int(state.get("decreases", self.decreases))
-        self._stall = state.get("stall", self._stall)
-
-    async def acquire(self) -> Ticket:
-        ref = self._actor.acquire.remote(self._key, self.maximum, self.adaptive, self._owner)
-        try:
-            ticket, state = await ref
-        except asyncio.CancelledError:
-            # the slot may still be granted: give it back once it is
-            _background(self._give_back(ref))
-            raise
-        self._update(state)
-        ticket.started = time.monotonic()
-        return ticket  # type: ignore[no-any-return]
-
-    async def _give_back(self, ref: Any) -> None:
-        ticket, _ = await ref
-        self.release(ticket, "cancelled")
-
-    def release(self, ticket: Ticket, outcome: str = "success") -> None:
-        self._actor.release.remote(self._key, ticket.seq, outcome)
-
-    def detach(self, ticket: Ticket) -> None:
-        ticket.detached = True
-        self._actor.detach.remote(self._key, ticket.seq)
-
-    def pause(self, seconds: float) -> None:
-        self._actor.pause.remote(self._key, seconds)
-
-    def stall_after(self) -> float | None:
-        return self._stall
-
-
 class JudgeWorker:
-    """An async Ray actor scoring judge metrics with its own judge session, whose backends take their
-    concurrency slots from the cluster's limiter actor."""
+    """An async Ray actor scoring judge metrics with its own judge session, whose backends keep within
+    the share of the cluster's limit this worker leases (:mod:`touchstone.engine.ray_limiter`)."""
 
     def __init__(self, options: Mapping[str, Any], limiter: str) -> None:
         import ray
@@ -328,11 +295,10 @@ class JudgeWorker:
         from touchstone.judges.config import JudgeSettings
 
         self._settings = JudgeSettings.from_options(dict(options))
-        self._limiter = ray.get_actor(limiter)
-        # The actor id survives a restart: slots a previous life of this worker held are given back
-        # before this one takes any (calls from one caller reach the limiter in order).
-        self._owner = str(ray.get_runtime_context().get_actor_id())
-        self._limiter.forget.remote(self._owner)
+        # The actor id survives a restart; the lease's life does not: the limiter actor gives back
+        # what a previous life of this worker held when this one first reports.
+        owner = str(ray.get_runtime_context().get_actor_id())
+        self._lease = Lease(ray.get_actor(limiter), owner)
         self._session: Any = None
         self._evaluators: dict[str, Evaluator] = {}
 
@@ -340,18 +306,17 @@ class JudgeWorker:
         if self._session is None:
             from touchstone.judges.session import JudgeSession
 
-            limiter, owner = self._limiter, self._owner
+            lease = self._lease
 
             class ClusterSession(JudgeSession):
                 def backend(self, config: Any) -> Any:
                     backend = super().backend(config)
                     local = backend.limiter
-                    if not isinstance(local, RemoteLimiter):
+                    if not isinstance(local, LeasedLimiter):
                         # the key without its last part, the identity of a token provider object,
                         # which differs from process to process: one limit per server and model
                         key = config.session_key().rsplit("|", 1)[0]
-                        remote = RemoteLimiter(limiter, key, local.maximum, local.adaptive, owner)
-                        backend.limiter = remote  # type: ignore[assignment]  # same interface
+                        backend.limiter = lease.limiter(key, local.maximum, local.adaptive)
                     return backend
 
             self._session = ClusterSession(self._settings)
@@ -371,4 +336,9 @@ class JudgeWorker:
         finally:
             _current.reset(token)
 
-
+    async def info(self) -> dict[str, Any] | None:
+        """This worker's judge provenance and counters (None before its first judge call)."""
+        if self._session is None:
+            return None
+        info: dict[str, Any] = self._session.info()
+        return info if info.get("models") else None
