@@ -673,6 +673,8 @@ class _Runner:
             await executor.run_jobs(jobs(), min(n_workers, pending))
         finally:
             executor.close()
+            # judge calls made elsewhere (Ray workers): their provenance, as the judge session's hook gives it
+            self.ctx.info.update(getattr(executor, "run_info", None) or {})
             flusher.cancel()
             writer.flush()  # also when the run stops early: nothing that was scored is lost
 
