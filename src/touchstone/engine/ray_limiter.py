@@ -155,6 +155,7 @@ class _Pool:
         self.limit = ClusterLimit(maximum, adaptive=adaptive)
         self.expected = expected
         self.holders: dict[str, _Holder] = {}
+        self.reported: set[str] = set()
         self.pause_until = 0.0  # wall-clock time: workers compare it with their own clocks
 
     def lease(self, owner: str, report: dict[str, Any], now: float) -> dict[str, Any]:
@@ -164,11 +165,12 @@ class _Pool:
             if who != owner and now - holder.seen > SILENT_SECONDS:
                 del self.holders[who]
         me = self.holders.setdefault(owner, _Holder())
+        self.reported.add(owner)
         total = self.limit.current
         me.seen, me.in_flight = now, int(report.get("in_flight", 0))
         me.demand = min(total, me.in_flight + int(report.get("waiting", 0)))
         demands = {who: h.demand for who, h in self.holders.items()}
-        for k in range(self.expected - len(demands)):  # workers yet to report keep a fair share
+        for k in range(self.expected - len(self.reported)):  # workers yet to report keep a fair share
             demands[f"\0{k}"] = total
         target = split(total, demands)[owner]
         others = sum(h.holding for who, h in self.holders.items() if who != owner)
