@@ -210,8 +210,9 @@ class RowSource:
     digest: str
     records: Sequence[Record] | None = None
 
-    def batches(self, batch_rows: int = BATCH_ROWS) -> Iterator[tuple[int, list[Record]]]:
-        """``(index of the first row, records)`` batches of at most ``batch_rows`` rows, in order."""
+    def batches(self, batch_rows: int | None = None) -> Iterator[tuple[int, list[Record]]]:
+        """``(index of the first row, records)`` batches of at most ``batch_rows`` rows (default
+        :data:`BATCH_ROWS`), in order."""
         raise NotImplementedError
 
 
@@ -223,9 +224,10 @@ class MemorySource(RowSource):
         self.n_rows = len(records)
         self.digest = data_digest([records])
 
-    def batches(self, batch_rows: int = BATCH_ROWS) -> Iterator[tuple[int, list[Record]]]:
+    def batches(self, batch_rows: int | None = None) -> Iterator[tuple[int, list[Record]]]:
         records = self.records
         assert records is not None
+        batch_rows = batch_rows or BATCH_ROWS
         for start in range(0, len(records), batch_rows):
             yield start, list(records[start : start + batch_rows])
 
@@ -236,9 +238,9 @@ class FileSource(RowSource):
     def __init__(self, path: Path, n_rows: int, digest: str) -> None:
         self.path, self.n_rows, self.digest = path, n_rows, digest
 
-    def batches(self, batch_rows: int = BATCH_ROWS) -> Iterator[tuple[int, list[Record]]]:
+    def batches(self, batch_rows: int | None = None) -> Iterator[tuple[int, list[Record]]]:
         start = 0
-        for batch in stream_records(self.path, batch_rows=batch_rows):
+        for batch in stream_records(self.path, batch_rows=batch_rows or BATCH_ROWS):
             yield start, batch
             start += len(batch)
         if start != self.n_rows:
