@@ -1,10 +1,13 @@
 """The Ray executor on a real local cluster (``ray start --head`` on 127.0.0.1, two CPUs, started once
 for the module and stopped at its end): the same rows and metrics as the local executor for lexical
 and judge metrics, the judge's concurrency kept under the fake server's cap across both judge
-workers (one cluster-wide limit), and a judge worker killed mid-run loses no row."""
+workers (one cluster-wide limit) and their provenance merged into the run's, a judge worker or a
+task's worker killed mid-run loses no row, and a run whose driver was killed resumes to the local
+run's rows. Only this cluster's processes are ever killed (found by a marker in their environment)."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -14,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,9 @@ from touchstone.engine.ray_executor import RayExecutor  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
+MARKER = "TOUCHSTONE_TEST_RAY_CLUSTER"
+CLUSTER: dict[str, str] = {}
+"""The running cluster's marker value (its temporary directory)."""
 
 
 def free_port() -> int:
@@ -52,7 +58,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # no token authentication: the cluster is this test's own, on this machine
     auth = os.environ.get("RAY_AUTH_MODE")
     os.environ["RAY_AUTH_MODE"] = "disabled"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
+    # the marker in the environment the cluster's processes inherit: the tests kill only those
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0", MARKER: str(temp)}
     # --block: the head's processes end with this one, so stopping it touches no other Ray on the machine
     head = subprocess.Popen(
         [str(RAY), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
@@ -60,6 +67,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     address = f"127.0.0.1:{port}"
+    CLUSTER["marker"] = str(temp)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -151,20 +159,38 @@ def test_judge_metric_same_as_local_within_the_servers_cap(
     # two workers, one limit of 8: the server was never asked for more than it takes
     assert fake_openai.rejected_busy <= 1
     assert fake_openai.max_active <= 8
+    # the judge workers' provenance and counters, merged as one session's
+    info = remote.run["judge"]
+    assert set(local.run["judge"]) <= set(info)
+    assert info["stats"]["calls"] == fake_openai.count
+    assert info["stats"]["prompt_tokens"] == local.run["judge"]["stats"]["prompt_tokens"]
+    assert remote.run["usage"]["prompt_tokens"] == local.run["usage"]["prompt_tokens"]
+    assert [m["model"] for m in info["models"]] == ["fake-judge"]
+    assert 1 <= info["models"][0]["concurrency_final"] <= 8
+    assert info["workers"] == 2 and info["cluster_limits"][0]["maximum"] == 8
 
 
-def judge_worker_pids() -> list[int]:
+def cluster_pids(prefix: bytes) -> list[int]:
+    """Processes of this test's cluster whose command line starts with ``prefix`` (Ray names a worker
+    process after what it runs: ``ray::JudgeWorker...``, ``ray::score_wire``): never another Ray's
+    on the machine, such as a benchmark's."""
+    marker = f"{MARKER}={CLUSTER['marker']}".encode()
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes()
+            if (entry / "cmdline").read_bytes().startswith(prefix) and marker in (
+                entry / "environ"
+            ).read_bytes().split(b"\0"):
+                pids.append(int(entry.name))
         except OSError:
             continue
-        if cmdline.startswith(b"ray::JudgeWorker"):
-            pids.append(int(entry.name))
     return pids
+
+
+def judge_worker_pids() -> list[int]:
+    return cluster_pids(b"ray::JudgeWorker")
 
 
 def test_judge_worker_killed_mid_run_loses_no_row(
@@ -214,3 +240,108 @@ def test_command_line_executor_ray(cluster: str, tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output
         outs[kind] = (tmp_path / kind / "rows.jsonl").read_text()
     assert outs["ray"] == outs["local"]
+
+
+def slow_f1() -> F1ScoreEvaluator:
+    """F1 whose batches take long enough for a test to kill the worker process scoring one (its
+    class made here, so that Ray sends it by value: workers cannot import this test module)."""
+
+    class SlowF1(F1ScoreEvaluator):
+        def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
+            time.sleep(1.5)
+            return super().score_batch(rows)
+
+    return SlowF1()
+
+
+def kill_first(prefix: bytes, ready: Callable[[], bool], killed: list[int]) -> threading.Thread:
+    """A thread that kills the first process of this cluster named ``prefix`` once ``ready()``."""
+
+    def run() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            pids = cluster_pids(prefix) if ready() else []
+            if pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_task_worker_killed_mid_run_loses_no_row(cluster: str, tmp_path: Path) -> None:
+    """A worker process killed while it scores a batch of a CPU metric: Ray runs the batch again."""
+    rows = text_rows(3000, seed=5)
+    killed: list[int] = []
+    killer = kill_first(b"ray::score_wire", lambda: True, killed)
+    remote = evaluate(data=rows, evaluators={"f1": slow_f1()}, store=tmp_path / "r.db",
+                      executor=RayExecutor(address=cluster))
+    killer.join()
+    assert killed, "no task worker was seen to kill"
+    local = evaluate(data=rows, evaluators={"f1": F1ScoreEvaluator()}, store=tmp_path / "l.db")
+    assert remote.run["status"] == "completed"
+    assert len(RunStore(tmp_path / "r.db").get_scores(remote.run["id"])) == len(rows)
+    assert list(remote.rows) == list(local.rows)
+    assert remote.metrics == local.metrics
+
+
+DRIVER = """
+import json, sys
+from tests.fakes.judge_eval import ToyJudgeEvaluator
+from touchstone import evaluate
+from touchstone.engine.ray_executor import RayExecutor
+args = json.loads(sys.argv[1])
+judge = ToyJudgeEvaluator({"model": "fake-judge", "base_url": args["base_url"], "api_key": "sk-x"})
+evaluate(data=args["data"], evaluators={"judge": judge}, store=args["store"], cache=False, concurrency=8,
+         executor=RayExecutor(address=args["address"]))
+"""
+
+
+def stored_scores(store: Path) -> tuple[str | None, int]:
+    """The run in ``store`` and how many scores it holds (none yet: ``(None, 0)``)."""
+    if not store.exists():
+        return None, 0
+    runs = RunStore(store).list_runs()
+    return (runs[0].id, len(RunStore(store).score_keys(runs[0].id))) if runs else (None, 0)
+
+
+def test_run_resumes_after_its_driver_was_killed(
+    cluster: str, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """The driver killed mid-run (its judge workers die with its job): the run resumed from the store
+    scores only the rows missing, and its rows are the local run's."""
+    fake_openai.handler = toy_judge_handler
+    fake_openai.latency = 0.02
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in text_rows(600, seed=9)))
+    store = tmp_path / "r.db"
+    args = {"data": str(data), "store": str(store), "base_url": fake_openai.base_url, "address": cluster}
+    driver = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, json.dumps(args)], cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while stored_scores(store)[1] < 60:
+            assert driver.poll() is None, driver.stderr.read() if driver.stderr else ""
+            assert time.monotonic() < deadline, "the driver stored nothing"
+            time.sleep(0.05)
+    finally:
+        driver.kill()
+        driver.wait()
+    run_id, before = stored_scores(store)
+    assert run_id is not None and before < 600, "the driver finished before it could be killed"
+    requests_before = fake_openai.count
+    resumed = evaluate(data=data, evaluators={"judge": judge(fake_openai)}, store=store, resume=run_id,
+                       cache=False, concurrency=8, executor=RayExecutor(address=cluster))
+    assert resumed.run["status"] == "completed"
+    assert len(RunStore(store).get_scores(run_id)) == 600
+    # only what was missing was asked again (each row needs one call here: no fault, no 429)
+    assert fake_openai.count - requests_before <= 600 - before
+    local = evaluate(data=data, evaluators={"judge": judge(fake_openai)}, store=tmp_path / "l.db",
+                     cache=False, concurrency=8)
+    assert comparable(resumed.rows) == comparable(local.rows)
+    assert resumed.metrics == local.metrics
