@@ -36,6 +36,7 @@ from touchstone import (
 ray = pytest.importorskip("ray")
 
 from touchstone.engine.ray_executor import RayExecutor  # noqa: E402
+from touchstone.errors import InputValidationError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
@@ -135,6 +136,38 @@ def test_lexical_metrics_same_as_local(cluster: str, tmp_path: Path) -> None:
     assert remote.rows == local.rows
     assert remote.metrics == local.metrics
     assert remote.summary == local.summary
+
+
+def test_ray_dataset_input_same_as_local(cluster: str, tmp_path: Path) -> None:
+    """A Ray Dataset read by Ray Data (here from a Parquet file, in several blocks) gives the local
+    run's rows over the same file, row for row, with the rows numbered in the file's order."""
+    import pandas as pd
+
+    rows = text_rows(2500, seed=13)
+    path = tmp_path / "rows.parquet"
+    pd.DataFrame(rows).to_parquet(path, row_group_size=400)
+
+    def evs() -> dict[str, Any]:
+        return {"f1": F1ScoreEvaluator(), "bleu": BleuScoreEvaluator()}
+
+    local = evaluate(data=str(path), evaluators=evs(), store=tmp_path / "a.db")
+    dataset = ray.data.read_parquet(str(path)).repartition(5)
+    remote = evaluate(data=dataset, evaluators=evs(), store=tmp_path / "b.db",
+                      executor=RayExecutor(address=cluster))
+    assert list(remote.rows) == list(local.rows)
+    assert remote.metrics == local.metrics
+    assert remote.summary == local.summary
+
+
+def test_ray_dataset_problems_reported_before_scoring(cluster: str, tmp_path: Path) -> None:
+    rows = text_rows(30, seed=1)
+    for row in rows[10:13]:
+        del row["response"]
+    with pytest.raises(InputValidationError) as caught:
+        evaluate(data=ray.data.from_items(rows), evaluators={"f1": F1ScoreEvaluator()},
+                 store=tmp_path / "a.db", executor=RayExecutor(address=cluster))
+    assert [p.line for p in caught.value.problems] == [11, 12, 13]
+    assert all(p.source == "<ray dataset>" for p in caught.value.problems)
 
 
 def judge(server: FakeOpenAIServer) -> ToyJudgeEvaluator:
