@@ -143,9 +143,9 @@ def test_ray_dataset_input_same_as_local(cluster: str, tmp_path: Path) -> None:
     run's rows over the same file, row for row, with the rows numbered in the file's order."""
     import pandas as pd
 
-    rows = text_rows(2500, seed=13)
+    rows = text_rows(1000, seed=13)
     path = tmp_path / "rows.parquet"
-    pd.DataFrame(rows).to_parquet(path, row_group_size=400)
+    pd.DataFrame(rows).to_parquet(path, row_group_size=200)
 
     def evs() -> dict[str, Any]:
         return {"f1": F1ScoreEvaluator(), "bleu": BleuScoreEvaluator()}
