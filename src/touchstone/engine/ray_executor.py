@@ -3,10 +3,11 @@
 CPU-bound metrics run as Ray tasks, one per batch of rows (the driver sends each task the rows it
 scores, never the whole dataset); Ray retries a task whose worker died, so no row is lost. I/O-bound
 metrics (judges) run in async Ray actors, :data:`JUDGE_WORKERS` by default, each with its own judge
-session (HTTP clients, cache, retries) whose concurrency limit is **one for the whole cluster**: each
-worker leases a share of it from a limiter actor every fraction of a second, and adapts within its
-share as a local run does (:mod:`touchstone.engine.ray_limiter`); no actor call is made per request.
-A judge worker that dies is restarted by Ray and the rows it held are sent to it again. Results come
+session (HTTP clients, cache, retries) whose concurrency limit is **one for the whole cluster**: a
+limiter actor adapts it as a local run's limiter does, from the outcomes the workers report every
+fraction of a second, and leases each worker a share of it (:mod:`touchstone.engine.ray_limiter`);
+no actor call is made per request. A judge worker that dies is restarted by Ray and the rows it
+held are sent to it again. Results come
 back to the driver, which writes the store as a local run does, so a run whose driver crashed
 resumes from what the store holds; the workers' judge provenance and counters are merged into the
 run's (:attr:`RayExecutor.run_info`). Ray is imported only here, when a run asks for it
@@ -43,7 +44,7 @@ INFO_SECONDS = 10.0
 Scored = tuple[Outcome, dict[str, Any]]
 """A judge row's Outcome and the usage of its calls."""
 _BACKGROUND: set[asyncio.Task[None]] = set()
-"""Tasks nobody awaits (slots given back late), kept referenced until they finish."""
+"""Tasks nobody awaits (the delivery of an actor's answers), kept referenced until they finish."""
 
 
 def _background(coro: Awaitable[None]) -> asyncio.Task[None]:
