@@ -36,6 +36,7 @@ from touchstone.evaluators.base import Evaluator, Outputs, check_options, descri
 from touchstone.evaluators.parsing import ParsedReply, Scale, parse_judge_reply
 from touchstone.evaluators.prompting import PromptTemplate, load_prompt
 from touchstone.judges.parsing import extract_json
+from touchstone.judges.wire import messages_json
 from touchstone.scores import Outcome, Score
 
 ScoreMode = Literal["sampled", "logprobs"]
@@ -352,7 +353,7 @@ def call_metadata(replies: Sequence[Any], sent: Sequence[Mapping[str, str]], tex
         "total_tokens": prompt_tokens + completion_tokens,
         "finish_reason": str(getattr(last, "finish_reason", None) or ""),
         "model": str(getattr(last, "model", None) or ""),
-        "sample_input": json.dumps(list(sent), ensure_ascii=False),
+        "sample_input": messages_json(sent),  # json.dumps(list(sent), ensure_ascii=False), memoised
         "sample_output": json.dumps([{"role": "assistant", "content": text}] if text else [],
                                     ensure_ascii=False),
     }

@@ -149,11 +149,41 @@ class PromptTemplate:
             # drop the lines left empty by absent optional inputs, and collapse runs of blank lines
             return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
+        def filled(template: str) -> str:
+            """``fill(template)``; a template with no input in it (a rubric, its params set) is the
+            same text on every row: filled once and reused (the same string object, whose JSON form
+            the judge layer memoises too)."""
+            names = _slots(template)
+            if any(name not in self.params for name in names):
+                return fill(template)
+            key = (template, tuple(str(params[name]) for name in names))
+            text = _FILLED.get(key)
+            if text is None:
+                if len(_FILLED) >= 256:
+                    _FILLED.clear()
+                text = _FILLED[key] = fill(template)
+            return text
+
         messages = []
         if self.system.strip():
-            messages.append({"role": "system", "content": fill(self.system)})
-        messages.append({"role": "user", "content": fill(self.user)})
+            messages.append({"role": "system", "content": filled(self.system)})
+        messages.append({"role": "user", "content": filled(self.user)})
         return messages
+
+
+_FILLED: dict[tuple[str, tuple[str, ...]], str] = {}
+"""Filled templates that hold no input (see ``render``), by template and parameter values."""
+_SLOTS: dict[str, tuple[str, ...]] = {}
+
+
+def _slots(template: str) -> tuple[str, ...]:
+    """The placeholder names in ``template`` (found once per template text)."""
+    names = _SLOTS.get(template)
+    if names is None:
+        if len(_SLOTS) >= 256:
+            _SLOTS.clear()
+        names = _SLOTS[template] = tuple(dict.fromkeys(_PLACEHOLDER.findall(template)))
+    return names
 
 
 def prompts_dir() -> Path:

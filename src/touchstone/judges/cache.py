@@ -31,6 +31,7 @@ from typing import Any
 from touchstone.errors import ConfigurationError
 from touchstone.errors import describe_os_error as _reason
 from touchstone.judges.config import default_cache_path
+from touchstone.judges.wire import messages_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS chat (
@@ -52,6 +53,18 @@ def cache_key(payload: Any) -> str:
     """Stable hash of a JSON-able payload (keys sorted, no whitespace)."""
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def chat_cache_key(payload: dict[str, Any]) -> str:
+    """:func:`cache_key` of a chat call's payload, its ``messages`` hashed as their JSON text from
+    :func:`touchstone.judges.wire.messages_json` (a long rubric is encoded once per run, not once per
+    call; the key still covers every character of every message)."""
+    rest = {k: v for k, v in payload.items() if k != "messages"}
+    head = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    digest = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
+    digest.update(b"\0")
+    digest.update(messages_json(payload.get("messages") or []).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 def _now() -> str:

@@ -30,7 +30,7 @@ from typing import Any, NoReturn, TypeVar
 from touchstone.engine.context import RunContext, add_usage, register_run_hook
 from touchstone.errors import ConfigurationError, RunAbortedError
 from touchstone.judges import known_servers
-from touchstone.judges.cache import JudgeCache, cache_key
+from touchstone.judges.cache import JudgeCache, cache_key, chat_cache_key
 from touchstone.judges.config import JudgeSettings, ModelConfiguration
 from touchstone.judges.errors import (
     FatalProviderError,
@@ -107,6 +107,7 @@ class JudgeSession:
         self.users = 0
         self._hedges = 0
         self._remembered: set[str] = set()  # backends started from an earlier run's knowledge
+        self._config_ids: dict[int, tuple[ModelConfiguration, str, str]] = {}
 
     # ------------------------------------------------------------------ resources
     @property
@@ -117,8 +118,23 @@ class JudgeSession:
             self._cache = JudgeCache(self.settings.resolved_cache_path())
         return self._cache
 
+    def _session_key(self, config: ModelConfiguration) -> str:
+        return self._identities(config)[0]
+
+    def _cache_identity(self, config: ModelConfiguration) -> str:
+        return self._identities(config)[1]
+
+    def _identities(self, config: ModelConfiguration) -> tuple[str, str]:
+        """``config.session_key()`` and ``config.cache_identity()``, computed once per configuration
+        object (each hashes the credential: 50 µs a call, on every judge call otherwise). The entry
+        holds the configuration, so its id is not reused while the entry lives."""
+        known = self._config_ids.get(id(config))
+        if known is None or known[0] is not config:
+            known = self._config_ids[id(config)] = (config, config.session_key(), config.cache_identity())
+        return known[1], known[2]
+
     def backend(self, config: ModelConfiguration) -> Backend:
-        key = config.session_key()
+        key = self._session_key(config)
         backend = self._backends.get(key)
         if backend is None:
             if self.aborted is not None:
@@ -223,7 +239,7 @@ class JudgeSession:
         """See :meth:`touchstone.judges.client.JudgeClient.chat`."""
         if self.aborted is not None:
             raise self._abort_copy()
-        self._configs.setdefault(config.session_key(), config)
+        self._configs.setdefault(self._session_key(config), config)
         request: ChatRequest = {
             "messages": messages,
             "json_schema": json_schema,
@@ -236,11 +252,11 @@ class JudgeSession:
             "seed": self.settings.seed,
             "reasoning": config.reasoning,
         }
-        key = cache_key(
+        key = chat_cache_key(
             {
                 "v": CACHE_VERSION,
                 "kind": "chat",
-                "provider": config.cache_identity(),
+                "provider": self._cache_identity(config),
                 "model": config.model_name,
                 **request,
             }
@@ -493,9 +509,13 @@ class JudgeSession:
             except Exception:
                 raise error from None
         finally:
-            for task in tasks:
-                if not task.done():
-                    task.cancel()
+            pending = [task for task in tasks if not task.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                # let the loser end here, so its call is counted in this row's usage before the row
+                # returns (counted later, it would reach the run's total but no row's)
+                await asyncio.gather(*pending, return_exceptions=True)
 
     def _downgrade(self, backend: Backend, config: ModelConfiguration, rejected: str) -> None:
         """The server refused structured-output mode ``rejected``: the next one (recorded once)."""

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from touchstone._version import __version__
+from touchstone.judges.wire import body_json
 
 
 class HTTPStatusFailure(Exception):
@@ -78,7 +79,10 @@ class DirectSender:
         """The reply's bytes and headers; raises :class:`HTTPStatusFailure` on an error status and
         aiohttp's or asyncio's own exceptions when no reply came (``timeout`` bounds the whole
         request, connection included)."""
-        data = json.dumps(body, ensure_ascii=False).encode()
+        try:
+            data = body_json(body).encode()
+        except UnicodeEncodeError:  # a lone surrogate in the data: JSON's ASCII escapes carry it
+            data = json.dumps(body).encode()
         if sys.version_info >= (3, 11):
             async with asyncio.timeout(timeout):
                 return await self._exchange(path, data)
