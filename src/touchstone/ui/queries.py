@@ -432,8 +432,8 @@ def preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
 def rows_page(
     store: Store, info: RunInfo, f: RowFilter, page: int = 1, size: int = 50
 ) -> Page:
-    """One page of a run's rows matching ``f``: their previews and typed scores (three queries: the
-    count, the page, the page's score lines)."""
+    """One page of a run's rows matching ``f``: their previews, typed scores and user feedback (four
+    queries: the page's indices with the count, the page's rows, their score lines, their feedback)."""
     _check_row_filter(f)
     metrics = run_metrics(store, info)
     ref = find_metric(metrics, f.metric) if f.metric else None
