@@ -97,6 +97,11 @@ class AdaptiveLimiter:
         self._stall: float | None = None
 
     @property
+    def waiting(self) -> bool:
+        """Whether callers are waiting for a slot."""
+        return bool(self._waiters)
+
+    @property
     def current(self) -> int:
         """The whole number of slots now available to holders."""
         return max(1, int(self.limit))

@@ -466,7 +466,6 @@ class JudgeSession:
         try:
             response = await request
             outcome = "success"
-            return response
         except RateLimited:
             outcome = "rate_limited"
             raise
@@ -475,6 +474,10 @@ class JudgeSession:
                 watch.cancel()
             limiter.release(ticket, outcome)
             self._count(calls=1)
+        if limiter.waiting:
+            # the slot went to a waiting request: let it go out before this reply is processed
+            await asyncio.sleep(0)
+        return response
 
     async def _request(self, backend: Backend, send: Callable[[], Awaitable[Response]]) -> Response:
         """A request that, once stalled, is *hedged*: the same request is sent once more beside it and

@@ -100,7 +100,10 @@ def harm_prompt(category: str) -> PromptTemplate:
     return replace(template, name=f"safety_{category}")
 
 
+@functools.cache
 def harm_params(category: str, evaluate_query: bool) -> dict[str, str]:
+    """The prompt parameters of one category (built once: the same text on every row; callers
+    must not change the mapping)."""
     rubric = load_rubric(category)
     return {"what": rubric.what, "rubric": _indent(rubric.levels), "subject": subject_rule(evaluate_query)}
 
@@ -112,7 +115,9 @@ def content_prompt() -> PromptTemplate:
     return load_prompt("safety_content").with_identity(identity)
 
 
+@functools.cache
 def content_params(evaluate_query: bool) -> dict[str, str]:
+    """The one-call prompt's parameters (built once, like :func:`harm_params`)."""
     blocks = []
     for category in HARM_CATEGORIES:
         rubric = load_rubric(category)
