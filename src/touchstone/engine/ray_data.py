@@ -4,26 +4,35 @@ Ray Data reads the input (files of any format it reads, with whatever transforma
 chained on the dataset) across the cluster, once: the dataset is materialised in the cluster's
 object store, in the order of its rows, so the run's passes (checking the rows, scoring them, the
 result's rows) all see the same rows in the same order and the caller's transformations are not run
-again. The driver holds one batch at a time, converted as a pandas DataFrame given as ``data`` is
-(:func:`~touchstone.data.loaders.load_records`), so the rows, their checks and their scores are those
-of the same rows passed as a DataFrame or a list of dicts. Ray is imported only when such a dataset
-is given (``pip install 'touchstone[ray]'``).
+again; each row carries its index in the run (:data:`ROW_INDEX`). Batches are converted as a pandas
+DataFrame given as ``data`` is (:func:`~touchstone.data.loaders.load_records`), so the rows, their
+checks and their scores are those of the same rows passed as a DataFrame or a list of dicts.
+
+Through the Ray executor, CPU metrics whose inputs are plain columns run in ``map_batches`` over the
+dataset where its blocks are (:func:`map_scores`): the rows never pass through the driver, which
+receives each batch's results (the rows still to score, by index, as the store takes them) as they
+are produced. Ray is imported only when such a dataset is given (``pip install 'touchstone[ray]'``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import asyncio
+import pickle
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from touchstone.data.loaders import Record, load_records
 from touchstone.data.mapping import Ref
 from touchstone.data.streaming import BATCH_ROWS, RowSource, data_digest
 from touchstone.data.validation import Validation
+from touchstone.engine.executors import Plan, WireRow, direct_inputs, score_wire
 from touchstone.errors import InputValidationError, Problem
 from touchstone.evaluators.base import Evaluator
 
 SOURCE = "<ray dataset>"
 """How the rows of a dataset are named in problems and results."""
+ROW_INDEX = "__touchstone_row__"
+"""The column holding each row's index in the run (added when the dataset is opened)."""
 
 
 def is_ray_dataset(data: Any) -> bool:
@@ -50,6 +59,8 @@ class DatasetSource(RowSource):
 def frame_records(frame: Any, start: int) -> list[Record]:
     """A batch's rows as records, numbered from ``start + 1`` in the whole dataset; its problems
     (values a row cannot hold) as an :class:`InputValidationError` numbered the same way."""
+    if ROW_INDEX in frame.columns:
+        frame = frame.drop(columns=[ROW_INDEX])
     try:
         records = load_records(frame)
     except InputValidationError as exc:
@@ -72,7 +83,7 @@ def open_dataset(
     of every batch, as a file's), before anything is scored."""
     # rows in their order on every pass (Ray Data may otherwise yield blocks as they finish)
     dataset.context.execution_options.preserve_order = True
-    materialized = dataset.materialize()
+    materialized = with_row_index(dataset.materialize())
     problems: list[Problem] = []
     check = Validation(evaluators, mappings, has_target)
     counted = [0]
@@ -102,3 +113,77 @@ def open_dataset(
         raise InputValidationError([Problem(SOURCE, None, None, "no rows: the dataset is empty")])
     check.finish()
     return DatasetSource(materialized, counted[0], digest)
+
+
+def with_row_index(materialized: Any) -> Any:
+    """``materialized`` with each row's index in :data:`ROW_INDEX`, block by block in the cluster
+    (the blocks' sizes are counted where they are; only the counts reach the driver)."""
+    import ray
+
+    count, index = ray.remote(_count_rows), ray.remote(_index_rows)
+    refs = materialized.to_pandas_refs()
+    counts = ray.get([count.remote(ref) for ref in refs])
+    offsets = [sum(counts[:k]) for k in range(len(counts))]
+    indexed: list[Any] = [index.remote(ref, offset) for ref, offset in zip(refs, offsets, strict=True)]
+    dataset = ray.data.from_pandas_refs(indexed)
+    dataset.context.execution_options.preserve_order = True
+    return dataset
+
+
+def _count_rows(frame: Any) -> int:
+    return len(frame)
+
+
+def _index_rows(frame: Any, offset: int) -> Any:
+    frame = frame.copy()
+    frame[ROW_INDEX] = range(offset, offset + len(frame))
+    return frame
+
+
+def score_frame(
+    frame: Any,
+    evaluators: Mapping[str, Evaluator],
+    plans: Mapping[str, Plan],
+    stored: Mapping[str, Any],
+) -> dict[str, Any]:
+    """``map_batches``' function: the batch's rows that each evaluator has still to score (not in
+    ``stored``, its mask by row index), scored; one pickled ``(name, indices, wire rows)`` per
+    evaluator with rows to score."""
+    import numpy as np
+
+    out: list[bytes] = []
+    if len(frame):
+        index = [int(i) for i in frame[ROW_INDEX]]
+        records = load_records(frame.drop(columns=[ROW_INDEX]))
+        for name, ev in evaluators.items():
+            mask = stored[name]
+            todo = [k for k, i in enumerate(index) if not mask[i]]
+            if todo:
+                rows = [direct_inputs(plans[name], records[k].data) for k in todo]
+                out.append(pickle.dumps((name, [index[k] for k in todo], score_wire(ev, rows))))
+    scored = np.empty(len(out), dtype=object)
+    scored[:] = out
+    return {"scored": scored}
+
+
+async def map_scores(
+    source: DatasetSource,
+    evaluators: Mapping[str, Evaluator],
+    plans: Mapping[str, Plan],
+    stored: Mapping[str, Any],
+) -> AsyncIterator[tuple[str, list[int], list[WireRow]]]:
+    """``(evaluator name, row indices, wire rows)`` of the rows still to score, as ``map_batches``
+    produces them across the cluster (in no particular order)."""
+    mapped = source.dataset.map_batches(
+        score_frame, batch_size=BATCH_ROWS, batch_format="pandas",
+        fn_kwargs={"evaluators": dict(evaluators), "plans": dict(plans), "stored": dict(stored)},
+    )
+    batches = iter(mapped.iter_batches(batch_size=None, batch_format="numpy"))
+    while True:
+        # the driver's event loop keeps running (judge metrics) while it waits for the next batch
+        batch = await asyncio.to_thread(next, batches, None)
+        if batch is None:
+            return
+        for blob in batch["scored"]:
+            name, indices, wire = pickle.loads(blob)
+            yield name, indices, wire

@@ -21,7 +21,7 @@ import copy
 import functools
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from touchstone.data.loaders import Record
@@ -123,6 +123,20 @@ class RayExecutor:
         rows = [direct_inputs(plan, self._records[i].data) for i in indices]
         result: list[WireRow] = await self._wire_task.remote(self._ev_ref(ev)[1], rows)
         return result
+
+    def map_source(
+        self, source: Any, evs: Mapping[str, Evaluator], plans: Mapping[str, Plan], stored: Mapping[str, Any]
+    ) -> AsyncIterator[tuple[str, list[int], list[WireRow]]] | None:
+        """CPU metrics over a Ray Dataset input run in ``map_batches`` where its blocks are
+        (:func:`~touchstone.engine.ray_data.map_scores`): ``(name, row indices, wire rows)`` as they
+        come. None when the input is not a dataset or a metric's inputs are not plain columns (the
+        runner then sends batches as for any input). ``stored``: per metric, the rows already
+        stored (a boolean mask by row index)."""
+        from touchstone.engine.ray_data import DatasetSource, map_scores
+
+        if not isinstance(source, DatasetSource) or not all(plans.get(name) for name in evs):
+            return None
+        return map_scores(source, evs, plans, stored)
 
     # ------------------------------------------------------------------ I/O-bound metrics
     async def run_jobs(self, jobs: Iterable[Callable[[], Awaitable[None]]], concurrency: int) -> None:
