@@ -229,11 +229,11 @@ def test_judge_metric_same_as_local_within_the_servers_cap(
     # the judge workers' provenance and counters, merged as one session's
     info = remote.run["judge"]
     assert set(local.run["judge"]) <= set(info)
-    assert info["stats"]["calls"] == fake_openai.count
+    assert info["stats"]["calls"] == fake_openai.count_path("/chat/completions")
     assert info["stats"]["prompt_tokens"] == local.run["judge"]["stats"]["prompt_tokens"]
     assert remote.run["usage"]["prompt_tokens"] == local.run["usage"]["prompt_tokens"]
     assert [m["model"] for m in info["models"]] == ["fake-judge"]
-    assert 1 <= info["models"][0]["concurrency_final"] <= 8
+    assert info["models"][0]["concurrency_final"] <= 8  # the workers' shares add up to the limit
     assert info["workers"] == 2 and info["cluster_limits"][0]["maximum"] == 8
 
 
