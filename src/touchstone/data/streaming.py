@@ -195,7 +195,7 @@ def _parquet_rows(path: Path) -> Iterator[Record | Problem]:
 
 
 # ------------------------------------------------------------------ sources of a run
-STREAM_MIN_BYTES = 32 << 20
+STREAM_MIN_BYTES = 8 << 20
 """Files at least this large are read in batches by a run (validated in a first streaming pass,
 then read again as they are scored); smaller ones, lists and DataFrames are loaded whole."""
 STREAM_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet", ".pq")

@@ -35,21 +35,42 @@ _UNHASHABLE = (list, dict, set)
 
 
 class _Floats:
-    """Float values by row index (NaN where a row gave none) and which rows gave one."""
+    """Float values by row index, NaN where a row gave none (``masked``: with which rows gave one,
+    for values that may themselves be NaN). Values wait in lists and are written to the array in
+    bulk: one numpy assignment per few thousand values instead of one per value."""
 
-    __slots__ = ("mask", "values")
+    __slots__ = ("_idx", "_vals", "mask", "values")
+    FLUSH = 8192
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, *, masked: bool = False) -> None:
         self.values = np.full(n, np.nan)
-        self.mask = np.zeros(n, dtype=bool)
+        self.mask = np.zeros(n, dtype=bool) if masked else None
+        self._idx: list[int] = []
+        self._vals: list[float] = []
 
     def set(self, i: int, value: float) -> None:
-        self.values[i] = value
-        self.mask[i] = True
+        self._idx.append(i)
+        self._vals.append(value)
+        if len(self._idx) >= self.FLUSH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._idx:
+            self.values[self._idx] = self._vals
+            if self.mask is not None:
+                self.mask[self._idx] = True
+            self._idx, self._vals = [], []
+
+    def all(self) -> np.ndarray:
+        """Every row's value (NaN where none)."""
+        self.flush()
+        return self.values
 
     def present(self) -> np.ndarray:
         """The values given, in row order."""
-        return self.values[self.mask]
+        self.flush()
+        given: np.ndarray = self.values[self.mask if self.mask is not None else ~np.isnan(self.values)]
+        return given
 
 
 class _Col:
@@ -147,6 +168,7 @@ class _Group:
         self.n_rows = n_rows
         self.metrics, self.spread, self.leaves, self.prefix = metrics, spread, leaves, prefix
         self.cols: dict[str, _Col] = {}
+        self.shapes: dict[tuple[str, ...], _Shape] = {}
         self.nodes: dict[str, _Node] = {}  # leaves of dict columns: path -> what rows hold there
 
     def _new(self, key: str) -> _Col:
@@ -167,23 +189,83 @@ class _Group:
         return col
 
     def add(self, i: int, row: Mapping[str, Any]) -> None:
-        cols = self.cols
-        for pos, (key, value) in enumerate(row.items()):
-            col = cols.get(key)
-            if col is None:
-                col = self._new(key)
-            if (i, pos) < col.first:
-                col.first = (i, pos)
-            self._value(col, i, key, value)
+        """Row ``i``'s values. Rows share a few shapes (their keys) and kinds (their values' types):
+        per shape and kinds, the columns and which of them need each value (metrics, error texts,
+        dicts, big ints) are worked out once."""
+        keys = tuple(row)
+        shape = self.shapes.get(keys)
+        if shape is None:
+            shape = self.shapes[keys] = _Shape([self.cols.get(k) or self._new(k) for k in keys])
+        if i < shape.min_row:
+            shape.min_row = i
+            for pos, col in enumerate(shape.cols):
+                if (i, pos) < col.first:
+                    col.first = (i, pos)
+        values = list(row.values())
+        kinds = tuple(map(type, values))
+        plan = shape.plans.get(kinds)
+        if plan is None:
+            plan = shape.plans[kinds] = self._plan(keys, shape, kinds)
+        if plan is _SLOW:
+            for key, col, value in zip(keys, shape.cols, values, strict=True):
+                col.present += 1
+                self._value(col, i, key, value)
+            return
+        shape.count += 1
+        for pos, col, key, op in plan:
+            value = values[pos]
+            if op is _NUMBER:  # a float or a bool of a column that only needs the number
+                numbers = col.numbers  # None once the column held text (a later kind of row)
+                if numbers is not None and value == value:
+                    numbers.set(i, float(value))
+            elif op is _PASS:  # a text of a ``_result`` column
+                if value == "pass":
+                    col.passes += 1
+            else:
+                self._value(col, i, key, value, counted=False)
 
-    def _value(self, col: _Col, i: int, key: str, value: Any) -> None:
-        value = fr._python(value)
+    def _plan(self, keys: tuple[str, ...], shape: _Shape, kinds: tuple[type, ...]) -> Any:
+        """The columns of a row of this shape and kinds that need its value; :data:`_SLOW` when a
+        value is numpy's (converted one by one)."""
+        if any(kind.__module__ == "numpy" for kind in kinds):
+            return _SLOW
+        plan: list[tuple[int, _Col, str, object]] = []
+        for pos, (key, col, kind) in enumerate(zip(keys, shape.cols, kinds, strict=True)):
+            col.types.add(kind)
+            if col.numbers is not None and kind not in _NUMBER_TYPES:
+                col.numbers = None  # text or structure: not a numeric column
+            special = (col.rates is not None or col.flags is not None or col.details is not None
+                       or key.endswith("_error") or issubclass(kind, Mapping)
+                       or (self.spread and fr.PER_TURN in key))
+            if special or kind is int:
+                plan.append((pos, col, key, _ANY))
+            elif col.numbers is not None and kind is not type(None):
+                plan.append((pos, col, key, _NUMBER))
+            elif col.passes is not None:
+                plan.append((pos, col, key, _PASS if kind is str else _ANY))
+        return plan
+
+    def finish(self) -> None:
+        """Count each column's rows from its shapes' counts (once, before the figures are read)."""
+        for shape in self.shapes.values():
+            for col in shape.cols:
+                col.present += shape.count
+                if col.subs is not None:
+                    col.subs.finish()
+            shape.count = 0
+        for col in self.cols.values():
+            for floats in (col.numbers, col.rates, col.flags):
+                if floats is not None:
+                    floats.flush()
+
+    def _value(self, col: _Col, i: int, key: str, value: Any, *, counted: bool = True) -> None:
+        if counted:  # a row taken one value at a time (numpy values)
+            value = fr._python(value)
+            col.types.add(type(value))
         kind = type(value)
-        col.types.add(kind)
-        col.present += 1
         if kind is int and not fr._INT64[0] <= value <= fr._INT64[1]:
             col.int_overflow = True
-        elif kind is str and value:
+        elif kind is str and value and key.endswith("_error"):
             col.errors += 1
         null = value is None or (kind is float and value != value)
         if self.metrics:
@@ -271,6 +353,24 @@ def _metric_value(col: _Col, i: int, value: Any, kind: type, null: bool) -> None
             entry[1].append((i, fr._to_number(v)))
 
 
+class _Shape:
+    """Rows of a group with the same keys: their columns, the earliest row seen, how many, and the
+    work each combination of value types needs."""
+
+    __slots__ = ("cols", "count", "min_row", "plans")
+
+    def __init__(self, cols: list[_Col]) -> None:
+        self.cols = cols
+        self.count = 0
+        self.min_row = 1 << 62
+        self.plans: dict[tuple[type, ...], Any] = {}
+
+
+_SLOW = object()
+_ANY, _NUMBER, _PASS = object(), object(), object()
+"""What a column needs of a value: everything checked, only its number, only whether it is "pass"."""
+
+
 class _Node:
     __slots__ = ("column", "errors", "leaf", "nonnull", "overflow", "types")
 
@@ -342,7 +442,7 @@ class _Scores:
             entry = self.values.get(metric)
             if entry is None:
                 flags = np.full(self.n_rows, -1, np.int8)
-                entry = self.values[metric] = ((i, pos), _Floats(self.n_rows), flags)
+                entry = self.values[metric] = ((i, pos), _Floats(self.n_rows, masked=True), flags)
             elif (i, pos) < entry[0]:
                 entry = self.values[metric] = ((i, pos), entry[1], entry[2])
             entry[1].set(i, float(value))
@@ -441,6 +541,8 @@ class RunAccumulator:
         """The run's figures. ``missing``: (row, evaluator) pairs that had no result (:meth:`missing`,
         asked before an aborted run's unscored pairs are fed as failures); ``aborted``: the run
         stopped early."""
+        for group in (self.inputs, self.targets, *self.outputs.values()):
+            group.finish()
         metrics = self._metrics(aggregators)
         for name, figures in corpus.items():
             metrics.update({f"{name}.{k}": v for k, v in figures.items()})
@@ -479,7 +581,7 @@ class RunAccumulator:
                     means[f"{name}.{key}"] = float(values.sum() / len(values))
             for key, col in columns:
                 if col.flags is not None:
-                    rate = _rate(col.flags.values, key)
+                    rate = _rate(col.flags.all(), key)
                     if rate is not None:
                         rates[f"{name}.{key.replace('_score', '_defect_rate')}"] = rate
             rates.update(labels)
@@ -566,7 +668,7 @@ def _label_rates(name: str, columns: list[tuple[str, _Col]]) -> tuple[set[str], 
             handled.add(key)
             target = (f"{name}.{fr._RENAMED[head]}" if head in fr._RENAMED
                       else f"{name}.{key.replace('_label', '_defect_rate')}")
-            rate = _rate(col.rates.values, key)
+            rate = _rate(col.rates.all(), key)
             if rate is not None:
                 labels[target] = rate
         elif col.details is not None:

@@ -375,6 +375,8 @@ class _Runner:
         self.retry: frozenset[str] = frozenset()
         """Error kinds of stored failed scores to score again (``"*"``: all)."""
         self._writer: _GroupWriter | None = None
+        self.rows_with_sync = False
+        """The CPU-bound pass stores the input rows as it reads them (no target)."""
         self.done = 0
         self.total = 0
 
@@ -383,13 +385,21 @@ class _Runner:
             for hook in run_hooks():
                 await stack.enter_async_context(hook(self.ctx))
             self.stored = self._stored_results()
-            await self._rows_pass()
+            sync = {n: ev for n, ev in self.evs.items() if not ev.is_async}
+            asynchronous = {n: ev for n, ev in self.evs.items() if ev.is_async}
+            # Without a target, the CPU-bound pass stores the rows of each batch it reads (one read
+            # of the file less); otherwise the rows (and the target's outputs) come first.
+            self.rows_with_sync = self.target is None and any(self._pending(n) for n in sync)
+            if not self.rows_with_sync:
+                await self._rows_pass()
             self.total = self.n * len(self.evs)
             self.done = sum(int(mask.sum()) for mask in self.stored.values())
             self._tick(0)
-            sync = {n: ev for n, ev in self.evs.items() if not ev.is_async}
-            asynchronous = {n: ev for n, ev in self.evs.items() if ev.is_async}
             await asyncio.gather(self._run_sync(sync), self._run_async(asynchronous))
+
+    def _pending(self, name: str) -> int:
+        """Rows evaluator ``name`` has to score in this call."""
+        return self.n - int(self.stored[name].sum())
 
     def _stored_results(self) -> dict[str, np.ndarray]:
         """On a resume, which stored results stand (those whose failure is to be scored again do not)."""
@@ -441,27 +451,37 @@ class _Runner:
         """Store the input rows (running the target on those that need it) batch by batch, and feed
         every row to the figures."""
         for start, batch in self.source.batches():
-            stop = start + len(batch)
-            stored: dict[int, tuple[dict[str, Any] | None, str | None]] = {}
-            if self.resumed:
-                for idx, target, error in self.store.fetch_all(
-                    "SELECT idx, target, target_error FROM rows WHERE run_id = ? AND idx >= ? AND idx < ?",
-                    (self.ctx.run_id, start, stop),
-                ):
-                    stored[int(idx)] = (json.loads(target) if target else None, error)
-            missing = [i for i in range(start, stop) if i not in stored]
-            if self.target is None:
-                recs = [(i, batch[i - start]) for i in missing]
-                self.store.put_rows(self.ctx.run_id, [
-                    StoredRow(i, rec.source, rec.line, rec.data, None, None) for i, rec in recs
-                ])
-            else:
-                self.targets.update(stored)
-                await self._run_target(start, batch, missing)
+            await self._batch_rows(start, batch)
+
+    async def _batch_rows(self, start: int, batch: list[Record]) -> None:
+        """Store one batch's input rows (running the target on those that need it) and feed them
+        to the figures."""
+        stop = start + len(batch)
+        stored: dict[int, tuple[dict[str, Any] | None, str | None]] = {}
+        if self.resumed:
+            for idx, target, error in self.store.fetch_all(
+                "SELECT idx, target, target_error FROM rows WHERE run_id = ? AND idx >= ? AND idx < ?",
+                (self.ctx.run_id, start, stop),
+            ):
+                stored[int(idx)] = (json.loads(target) if target else None, error)
+        missing = [i for i in range(start, stop) if i not in stored]
+        if self.target is None:
+            recs = [(i, batch[i - start]) for i in missing]
+            self.store.put_rows(self.ctx.run_id, [
+                StoredRow(i, rec.source, rec.line, rec.data, None, None) for i, rec in recs
+            ])
+        else:
+            self.targets.update(stored)
+            await self._run_target(start, batch, missing)
+        add_row = self.acc.add_row
+        if self.target is None and not stored:
             for offset, rec in enumerate(batch):
-                i = start + offset
-                got = self.targets.get(i) if self.target is not None else stored.get(i)
-                self.acc.add_row(i, rec.data, rec.source, *(got or (None, None)))
+                add_row(start + offset, rec.data, rec.source)
+            return
+        for offset, rec in enumerate(batch):
+            i = start + offset
+            got = self.targets.get(i) if self.target is not None else stored.get(i)
+            add_row(i, rec.data, rec.source, *(got or (None, None)))
 
     async def _run_target(self, start: int, batch: list[Record], missing: list[int]) -> None:
         limit = asyncio.Semaphore(int(self.ctx.options.get("target_concurrency", 8)))
@@ -526,7 +546,7 @@ class _Runner:
 
     # ------------------------------------------------------------------ CPU-bound evaluators
     async def _run_sync(self, evs: dict[str, Evaluator]) -> None:
-        pending = sum(self.n - int(self.stored[n].sum()) for n in evs)
+        pending = sum(self._pending(n) for n in evs)
         if not pending:
             return
         window = RecordWindow(self.n, self.source.records)
@@ -600,6 +620,8 @@ class _Runner:
 
         retiring: list[asyncio.Task[None]] = []
         for start, batch in self.source.batches():
+            if self.rows_with_sync:
+                await self._batch_rows(start, batch)
             window.hold(start, batch)
             tasks: list[asyncio.Task[None]] = []
             for name, ev in evs.items():
@@ -621,6 +643,8 @@ class _Runner:
         ``min_batch_rows``: its batched forward passes need them more than it needs frequent writes."""
         sizes = {name: max(MIN_CHUNK, ev.min_batch_rows) for name, ev in evs.items()}
         for start, batch in self.source.batches():
+            if self.rows_with_sync:
+                await self._batch_rows(start, batch)
             window.hold(start, batch)
             for name, ev in evs.items():
                 floor = max(MIN_CHUNK, ev.min_batch_rows)
