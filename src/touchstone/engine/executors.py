@@ -9,7 +9,8 @@ implements the same protocol on a Ray cluster (:func:`make_executor` picks one).
 Spawn-safe and without module-global state: the process pool's workers never hold the dataset;
 each chunk of rows travels to a worker as the evaluator's inputs of those rows only (under ``fork``,
 workers that inherited the records touched their pages and each ended up holding a copy: about
-1 GiB per worker at 1,000,000 rows). A worker
+1 GiB per worker at 1,000,000 rows). The engine no longer holds the dataset either (it reads it in
+batches), and the parent's objects are frozen out of the collector before the workers fork. A worker
 exits when the process that started the pool dies (``PR_SET_PDEATHSIG`` on Linux, a watchdog
 thread polling the parent elsewhere): a killed run leaves no worker behind.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
@@ -90,6 +92,11 @@ class LocalExecutor:
         self._pool: ProcessPoolExecutor | None = None
         if self.parallel:
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            if method == "fork":
+                # What the parent holds now (modules, evaluators, the batch being read) moves to the
+                # collector's permanent generation: the workers' collections then never write to
+                # those inherited objects, so their pages stay shared instead of being copied.
+                gc.freeze()
             self._pool = ProcessPoolExecutor(
                 max_workers=processes,
                 mp_context=multiprocessing.get_context(method),
@@ -124,6 +131,7 @@ class LocalExecutor:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+            gc.unfreeze()  # the parent collects them again (a long session calls evaluate() often)
 
 
 ExecutorChoice = Union[str, "RayExecutor", None]
