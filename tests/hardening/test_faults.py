@@ -152,6 +152,23 @@ def test_hung_requests_are_retried_and_do_not_fail_rows(
     assert out.run["judge"]["stats"]["calls"] == fake_openai.count
 
 
+@pytest.mark.parametrize("hedge", [True, False])
+def test_hedging_can_be_turned_off(hedge: bool, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """On a paid API each hedge is billed: ``hedge=False`` sends no request twice (a hung one is
+    waited for, then retried), and the rows still all get their scores."""
+    fake_openai.handler = toy_judge_handler
+    fake_openai.faults = FaultPlan(rate=0.2, kinds=("hang",), seed=11)
+    fake_openai.hang_seconds = 1.0
+    out = run(fake_openai, tmp_path / "r.db", rows(60), concurrency=8, hedge=hedge)
+    stats = out.run["judge"]["stats"]
+    assert out.n_failed == 0 and stats["calls"] == fake_openai.count
+    assert out.run["judge"]["settings"]["hedge"] is hedge
+    if hedge:
+        assert stats.get("hedged", 0) > 0
+    else:
+        assert stats.get("hedged", 0) == 0 and stats["retries"] == fake_openai.faults_injected
+
+
 # ------------------------------------------------------------------ store and file faults
 def test_cli_store_folder_corrupt_file_and_out_file(tmp_path: Path) -> None:
     data = tmp_path / "d.jsonl"

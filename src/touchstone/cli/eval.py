@@ -43,6 +43,7 @@ from touchstone.cli.judge_options import (
     MAX_RETRIES,
     METRIC_FILE,
     NO_CACHE,
+    NO_HEDGE,
     SCORE_MODE,
     TIMEOUT,
 )
@@ -383,6 +384,7 @@ def eval_command(
         help="Dotted path of the reply in a POST target's answer, e.g. answer.",
     ),
     http_transport: str | None = HTTP_TRANSPORT,
+    no_hedge: bool = NO_HEDGE,
 ) -> None:
     """Evaluate DATA with the chosen metrics, print a summary table, store the run.
 
@@ -416,6 +418,7 @@ def eval_command(
                 timeout=timeout,
                 max_retries=max_retries,
                 http_transport=http_transport,
+                hedge=False if no_hedge else None,
             ),
             store=store,
             resume=resume,

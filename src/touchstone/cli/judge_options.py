@@ -49,4 +49,10 @@ HTTP_TRANSPORT: Any = typer.Option(
     help="HTTP stack under the openai client: aiohttp (less CPU per request), httpx, or auto "
     "(default: aiohttp when installed; or $TOUCHSTONE_HTTP_TRANSPORT).",
 )
-
+NO_HEDGE: Any = typer.Option(
+    False,
+    "--no-hedge",
+    help="Never send a stalled judge request a second time (by default one far slower than the "
+    "server's recent replies is sent again beside it, at most 10% of calls + 4: on a paid API each "
+    "is billed).",
+)

@@ -36,6 +36,7 @@ from touchstone.cli.judge_options import (
     MAX_RETRIES,
     METRIC_FILE,
     NO_CACHE,
+    NO_HEDGE,
     SCORE_MODE,
     TIMEOUT,
 )
@@ -276,6 +277,7 @@ def monitor_command(
     timeout: float | None = TIMEOUT,
     max_retries: int | None = MAX_RETRIES,
     http_transport: str | None = HTTP_TRANSPORT,
+    no_hedge: bool = NO_HEDGE,
 ) -> None:
     """Monitor production traffic: evaluate METRICS on each time window of interactions from SOURCE,
     store each window as a run, and alert on thresholds and regressions.
@@ -309,6 +311,7 @@ def monitor_command(
                 timeout=timeout,
                 max_retries=max_retries,
                 http_transport=http_transport,
+                hedge=False if no_hedge else None,
             ),
         )
         sinks = _sinks(webhook)

@@ -88,6 +88,7 @@ def judge_options(
     timeout: float | None = None,
     max_retries: int | None = None,
     http_transport: str | None = None,
+    hedge: bool | None = None,
 ) -> dict[str, Any]:
     """The judge-session options of ``evaluate()`` that were actually given (None means: the default)."""
     given = {
@@ -96,6 +97,7 @@ def judge_options(
         "timeout": timeout,
         "max_retries": max_retries,
         "http_transport": http_transport,
+        "hedge": hedge,
     }
     return {k: v for k, v in given.items() if v is not None}
 

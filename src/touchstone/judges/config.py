@@ -392,7 +392,10 @@ class JudgeSettings:
     or extends the price table (USD per million tokens: ``{"model": (input, output)}``).
     ``http_transport`` is the HTTP stack under the ``openai`` client: ``"aiohttp"`` (the package's
     ``openai[aiohttp]`` transport, less CPU per request), ``"httpx"`` (its default), or
-    ``"auto"`` (aiohttp when installed, else httpx)."""
+    ``"auto"`` (aiohttp when installed, else httpx). ``hedge``: a request far slower than the
+    server's recent replies is sent once more beside it and the first reply wins (at most 10% of
+    the calls + 4); on a paid API each hedge is one more billed request, so ``False`` turns it off
+    (a hung request then holds its row until ``timeout``)."""
 
     concurrency: int = 32
     timeout: float = 60.0
@@ -411,6 +414,7 @@ class JudgeSettings:
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     dry_run: bool = False
     http_transport: str = "auto"
+    hedge: bool = True
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> JudgeSettings:
@@ -460,6 +464,7 @@ class JudgeSettings:
             "adaptive": self.adaptive,
             "seed": self.seed,
             "http_transport": self.http_transport,
+            "hedge": self.hedge,
         }
 
 

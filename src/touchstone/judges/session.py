@@ -486,7 +486,11 @@ class JudgeSession:
         limiter = backend.limiter
         ticket = await self._slot(limiter)
         stall = limiter.stall_after()
-        if stall is None or self._hedges >= HEDGE_SHARE * self.stats["calls"] + HEDGE_FREE:
+        if (
+            stall is None
+            or not self.settings.hedge
+            or self._hedges >= HEDGE_SHARE * self.stats["calls"] + HEDGE_FREE
+        ):
             return await self._timed(limiter, ticket, send())
         first = asyncio.ensure_future(self._timed(limiter, ticket, send()))
         tasks = [first]
