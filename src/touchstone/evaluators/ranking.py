@@ -146,7 +146,10 @@ class RankingEvaluator(Evaluator):
         values_rows = zip(
             *(np.asarray(col, dtype=np.float64).tolist() for col in columns.values()), strict=True
         )
-        good = [self._outputs(dict(zip(keys, v, strict=True))) for v in values_rows]
+        if self.threshold is None:  # no Score objects (nor lines) until someone asks for them
+            good: list[Outputs] = list(CompactOutcome.of_value_rows(keys, values_rows, self.score_key))
+        else:
+            good = [self._outputs(dict(zip(keys, v, strict=True))) for v in values_rows]
         if not errors:
             return good
         out: list[Outputs] = []
