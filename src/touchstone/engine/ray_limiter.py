@@ -260,7 +260,8 @@ class LeasedLimiter(AdaptiveLimiter):
         return self.share
 
     @property
-    def waiting(self) -> int:
+    def queued(self) -> int:
+        """How many callers wait for a slot."""
         return len(self._waiters)
 
     async def acquire(self) -> Ticket:
@@ -305,7 +306,7 @@ class LeasedLimiter(AdaptiveLimiter):
             "maximum": self.maximum,
             "adaptive": self.cluster_adaptive,
             "in_flight": self.in_flight,
-            "waiting": self.waiting,
+            "waiting": self.queued,
             "pause_until": self.pause_wall,
             "done": done,
         }
@@ -353,7 +354,7 @@ class Lease:
                 await asyncio.wait_for(self._soon.wait(), LEASE_SECONDS)
             self._soon.clear()
             await self.renew()
-            if any(lim.share == 0 and lim.waiting for lim in self._limiters.values()):
+            if any(lim.share == 0 and lim.queued for lim in self._limiters.values()):
                 self._soon.set()  # requests wait for a share: ask again after the gap
             await asyncio.sleep(LEASE_GAP_SECONDS)
 
