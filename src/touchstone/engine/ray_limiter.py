@@ -173,18 +173,17 @@ class _Pool:
         for k in range(self.expected - len(self.reported)):  # workers yet to report keep a fair share
             demands[f"\0{k}"] = total
         target = split(total, demands)[owner]
+        # what the others may have in flight (their shares can fill before they report again)
         others = sum(h.holding for who, h in self.holders.items() if who != owner)
         # never more than the others leave: after the limit fell, nobody starts a request before the
         # slots held add up to no more than it (as a local limiter waits for its requests to drain)
         share = max(0, min(target, total - others))
         me.holding = max(share, me.in_flight)
         self.pause_until = max(self.pause_until, float(report.get("pause_until", 0.0)))
-        # what the others may have in flight (their shares can fill before they report again)
-        busy = sum(h.holding for who, h in self.holders.items() if who != owner)
         return {
             "share": share,
             "pause_until": self.pause_until,
-            "others": busy,
+            "others": others,
             "generation": self.limit.generation,
             "limit": total,
             "min_limit": self.limit.min_limit,
