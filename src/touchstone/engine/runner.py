@@ -618,6 +618,16 @@ class _Runner:
             finally:
                 window.release(start)
 
+        mapped = getattr(executor, "map_source", None)  # a Ray Dataset: map_batches where its blocks are
+        results = mapped(self.source, evs, {n: self._plan(n) for n in evs}, self.stored) if mapped else None
+        if results is not None:
+            if self.rows_with_sync:
+                for start, batch in self.source.batches():
+                    await self._batch_rows(start, batch)
+            async for name, chunk, wire in results:
+                self._store_wire(name, evs[name], chunk, wire)
+                self._tick(len(chunk))
+            return
         retiring: list[asyncio.Task[None]] = []
         for start, batch in self.source.batches():
             if self.rows_with_sync:
