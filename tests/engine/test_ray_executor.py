@@ -138,10 +138,24 @@ def test_lexical_metrics_same_as_local(cluster: str, tmp_path: Path) -> None:
     assert remote.summary == local.summary
 
 
-def test_ray_dataset_input_same_as_local(cluster: str, tmp_path: Path) -> None:
+def test_ray_dataset_input_same_as_local(
+    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A Ray Dataset read by Ray Data (here from a Parquet file, in several blocks) gives the local
-    run's rows over the same file, row for row, with the rows numbered in the file's order."""
+    run's rows over the same file, row for row, with the rows numbered in the file's order; its CPU
+    metrics ran in map_batches."""
     import pandas as pd
+
+    from touchstone.engine import ray_data
+
+    mapped: list[int] = []
+    real = ray_data.map_scores
+
+    def spy(*args: Any) -> Any:
+        mapped.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(ray_data, "map_scores", spy)
 
     rows = text_rows(1000, seed=13)
     path = tmp_path / "rows.parquet"
@@ -154,6 +168,7 @@ def test_ray_dataset_input_same_as_local(cluster: str, tmp_path: Path) -> None:
     dataset = ray.data.read_parquet(str(path)).repartition(5)
     remote = evaluate(data=dataset, evaluators=evs(), store=tmp_path / "b.db",
                       executor=RayExecutor(address=cluster))
+    assert mapped
     assert list(remote.rows) == list(local.rows)
     assert remote.metrics == local.metrics
     assert remote.summary == local.summary
@@ -171,8 +186,9 @@ def test_ray_dataset_problems_reported_before_scoring(cluster: str, tmp_path: Pa
 
 
 def test_map_batches_scores_a_dataset_where_its_blocks_are(cluster: str) -> None:
-    """The map_batches path (not yet called by the runner): each row still to score comes back once,
-    under its index, scored as the local executor scores it; rows already stored are skipped."""
+    """The map_batches path (how a run over a Ray Dataset scores CPU metrics): each row still to
+    score comes back once, under its index, scored as the local executor scores it; rows already
+    stored are skipped."""
     import asyncio
 
     import numpy as np
