@@ -43,7 +43,7 @@ def _serve(where: str, port: int, token: str, http: str, loop: str) -> None:
 
     store = open_store(where)
     uvicorn.run(create_app(store, feedback_token=token), host="127.0.0.1", port=port, log_level="warning",
-                access_log=False, http=http, loop=loop)  # type: ignore[arg-type]
+                access_log=False, http=http, loop=loop)
 
 
 def _cpu_seconds(pid: int) -> float:
