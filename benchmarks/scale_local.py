@@ -12,7 +12,8 @@ all its descendants (the pool workers):
 
 Scenarios: ``local`` (this tree's code) and ``reference`` (the code of ``--reference-ref``, a git
 revision, unpacked into a temporary folder: the run before streaming, for the equality check). Each
-prints one JSON line: seconds and rows/s of ``evaluate()``, peak RSS and PSS of the tree (MiB), then
+prints one JSON line: seconds and rows/s of ``evaluate()``, peak RSS and PSS of the tree (MiB; also
+the peaks of the parent alone and of the largest worker), then
 digests of ``result.metrics``, ``result.summary`` and of every row (each row as JSON, hashed in
 order; the seconds that took are apart). ``--compare`` runs ``reference`` then ``local`` and says
 whether the metrics, summary and rows are identical.
@@ -98,27 +99,30 @@ def tree(root: int) -> list[int]:
     return members
 
 
-def memory(pids: list[int]) -> tuple[int, int]:
-    """(RSS, PSS) in bytes summed over ``pids``."""
-    rss = pss = 0
+def memory(pids: list[int]) -> dict[int, tuple[int, int]]:
+    """(RSS, PSS) in bytes of each of ``pids``."""
+    found: dict[int, tuple[int, int]] = {}
     for pid in pids:
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
-            rss += int(stat[stat.rindex(")") + 2 :].split()[21]) * PAGE
+            rss = int(stat[stat.rindex(")") + 2 :].split()[21]) * PAGE
+            pss = 0
             for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
-                    pss += int(line.split()[1]) * 1024
+                    pss = int(line.split()[1]) * 1024
                     break
+            found[pid] = (rss, pss)
         except (OSError, ValueError, IndexError):
             continue
-    return rss, pss
+    return found
 
 
 def measured(args: dict[str, Any], pythonpath: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": pythonpath}
     proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
-    peak = {"rss": 0, "pss": 0, "rss_evaluate": 0, "pss_evaluate": 0, "processes": 0}
+    peak = {"rss": 0, "pss": 0, "rss_evaluate": 0, "pss_evaluate": 0, "processes": 0,
+            "parent_rss": 0, "parent_pss": 0, "worker_rss": 0, "worker_pss": 0}
     done = threading.Event()
     evaluating = threading.Event()
     evaluating.set()
@@ -126,8 +130,13 @@ def measured(args: dict[str, Any], pythonpath: str) -> dict[str, Any]:
     def sample() -> None:
         while not done.is_set():
             pids = tree(proc.pid)
-            rss, pss = memory(pids)
+            each = memory(pids)
+            rss, pss = sum(r for r, _ in each.values()), sum(p for _, p in each.values())
             peak["rss"], peak["pss"] = max(peak["rss"], rss), max(peak["pss"], pss)
+            for pid, (one_rss, one_pss) in each.items():
+                role = "parent" if pid == proc.pid else "worker"
+                peak[f"{role}_rss"] = max(peak[f"{role}_rss"], one_rss)
+                peak[f"{role}_pss"] = max(peak[f"{role}_pss"], one_pss)
             peak["processes"] = max(peak["processes"], len(pids))
             if evaluating.is_set():
                 peak["rss_evaluate"] = max(peak["rss_evaluate"], rss)
@@ -157,6 +166,8 @@ def measured(args: dict[str, Any], pythonpath: str) -> dict[str, Any]:
         peak_rss_mib_evaluate=round(peak["rss_evaluate"] / mib, 1),
         peak_pss_mib_evaluate=round(peak["pss_evaluate"] / mib, 1),
         processes=peak["processes"], row_digest_seconds=round(result["row_digest_seconds"], 2),
+        **{f"peak_{role}_{kind}_mib": round(peak[f"{role}_{kind}"] / mib, 1)
+           for role in ("parent", "worker") for kind in ("rss", "pss")},
     )
     return result
 

@@ -39,11 +39,12 @@ class _Floats:
     for values that may themselves be NaN). Values wait in lists and are written to the array in
     bulk: one numpy assignment per few thousand values instead of one per value."""
 
-    __slots__ = ("_idx", "_vals", "mask", "values")
+    __slots__ = ("_idx", "_n", "_vals", "mask", "values")
     FLUSH = 8192
 
     def __init__(self, n: int, *, masked: bool = False) -> None:
-        self.values = np.full(n, np.nan)
+        self._n = n
+        self.values: np.ndarray | None = None  # made on the first value: many columns never get one
         self.mask = np.zeros(n, dtype=bool) if masked else None
         self._idx: list[int] = []
         self._vals: list[float] = []
@@ -56,6 +57,8 @@ class _Floats:
 
     def flush(self) -> None:
         if self._idx:
+            if self.values is None:
+                self.values = np.full(self._n, np.nan)
             self.values[self._idx] = self._vals
             if self.mask is not None:
                 self.mask[self._idx] = True
@@ -64,11 +67,13 @@ class _Floats:
     def all(self) -> np.ndarray:
         """Every row's value (NaN where none)."""
         self.flush()
-        return self.values
+        return np.full(self._n, np.nan) if self.values is None else self.values
 
     def present(self) -> np.ndarray:
         """The values given, in row order."""
         self.flush()
+        if self.values is None:
+            return np.empty(0)
         given: np.ndarray = self.values[self.mask if self.mask is not None else ~np.isnan(self.values)]
         return given
 

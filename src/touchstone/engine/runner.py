@@ -974,14 +974,15 @@ def _stored_page(
 ) -> dict[tuple[int, str], tuple[Outcome, dict[str, Any] | None]]:
     """:func:`stored_outcomes` of the rows ``start`` to ``stop`` (exclusive)."""
     typed: dict[tuple[int, str], list[ScoreLine]] = {}
-    for idx, name, metric, value, label, status, kind, passed in store.fetch_all(
-        "SELECT idx, evaluator, metric, value, label, status, error_kind, passed FROM score_values "
-        "WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY evaluator, idx, metric",
-        (run_id, start, stop),
-    ):
-        typed.setdefault((int(idx), str(name)), []).append(
-            (metric, value, label, status, kind, None if passed is None else bool(passed))
-        )
+    for evaluator in evs:  # one query per evaluator: the typed lines are keyed by evaluator, then row
+        for idx, name, metric, value, label, status, kind, passed in store.fetch_all(
+            "SELECT idx, evaluator, metric, value, label, status, error_kind, passed FROM score_values "
+            "WHERE run_id = ? AND evaluator = ? AND idx >= ? AND idx < ? ORDER BY idx, metric",
+            (run_id, evaluator, start, stop),
+        ):
+            typed.setdefault((int(idx), str(name)), []).append(
+                (metric, value, label, status, kind, None if passed is None else bool(passed))
+            )
     out: dict[tuple[int, str], tuple[Outcome, dict[str, Any] | None]] = {}
     for idx, name, text, usage_text in store.fetch_all(
         "SELECT idx, evaluator, outputs, usage FROM scores WHERE run_id = ? AND idx >= ? AND idx < ?",
