@@ -38,6 +38,7 @@ def _client(store: Store, token: str | None = None) -> Any:
 
 @pytest.mark.parametrize(("body", "headers", "status", "field"), [
     (b"{not json", {"Content-Type": "application/json"}, 400, "body"),
+    (b"[" * 200_000, {"Content-Type": "application/json"}, 400, "body"),
     (b'{"interaction_id": "i", "kind": "thumbs_up"}', {"Content-Type": "text/plain"}, 415, "content-type"),
     (b'{"interaction_id": "i", "kind": "thumbs_up"}', {}, 415, "content-type"),
     (b'{"kind": "thumbs_up"}', {"Content-Type": "application/json"}, 422, "interaction_id"),

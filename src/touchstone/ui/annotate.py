@@ -135,6 +135,8 @@ async def _read_json(request: Request) -> tuple[Any, Any]:
         return json.loads(raw), None
     except (ValueError, UnicodeDecodeError) as exc:
         return None, _error(f"the body is not valid JSON: {exc}", 400, "body")
+    except RecursionError:  # "[[[[...": the decoder's own limit, not a server error
+        return None, _error("the body is not valid JSON: nested too deeply", 400, "body")
 
 
 def _feedback_routes(router: APIRouter, pages: Pages) -> None:

@@ -139,6 +139,8 @@ async def read_json(scope: Scope, receive: Receive) -> Any:
         return json.loads(b"".join(chunks))
     except (ValueError, UnicodeDecodeError) as exc:
         raise Rejected(400, f"the body is not valid JSON: {exc}", "body") from None
+    except RecursionError:  # "[[[[...": the decoder's own limit, not a server error
+        raise Rejected(400, "the body is not valid JSON: nested too deeply", "body") from None
 
 
 async def respond(send: Send, status: int, content: Any,
