@@ -112,13 +112,16 @@ def test_rows_without_an_id_column_are_linked_by_run_and_index(sqlite_store: Sto
 
 def _row_data(rnd: random.Random, i: int) -> Any:
     """Rows whose interaction id comes from every branch of the rule: an ``id``, an
-    ``interaction_id`` (a string or a whole number), ids that do not count (true, 1.5, "", null)
-    and none at all, and data that is not an object."""
+    ``interaction_id`` (a string or a whole number), ids that do not count (true, 1.5, "", null,
+    NaN) and none at all, data that is not an object, and non-finite numbers anywhere."""
     return rnd.choice([
         {"id": f"q{i}", "query": "hello"}, {"interaction_id": i, "id": "shadowed"},
         {"interaction_id": True, "id": f"q{i}"}, {"interaction_id": 1.5, "id": ""},
         {"interaction_id": "", "id": i * 1000}, {"id": None}, {"query": "q", "response": "r"},
         {"interaction_id": f"it's \"{i}\" <b>"}, [f"q{i}"],
+        # non-finite numbers, which the store writes as Python does (NaN, Infinity)
+        {"id": f"nan{i}", "score": float("nan"), "more": [float("inf"), -float("inf")]},
+        {"interaction_id": float("nan"), "id": f"nan-id{i}"}, {"id": float("-inf"), "text": "NaN, Infinity"},
     ])
 
 

@@ -181,3 +181,26 @@ def test_the_filter_on_postgresql(pg_url: str, tmp_path: Path) -> None:
             assert compared["restricted"]["kept"] == 5
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_rows_with_non_finite_numbers_filter_like_the_others(backend: str, tmp_path: Path,
+                                                           request: pytest.FixtureRequest) -> None:
+    """The store writes NaN and infinities as Python does, which the databases' JSON functions do
+    not read: the feedback and column filters still answer, and such a row keeps its id."""
+    where = str(tmp_path / "runs.db") if backend == "sqlite" else str(request.getfixturevalue("pg_url"))
+    store = open_store(where)
+    try:
+        rows = [{"id": f"q{i}", "query": f"question {i}", "score": float("nan") if i % 2 else 1.0,
+                 "spread": [float("inf"), -float("inf")]} for i in range(6)]
+        run = make_run(store, "odd numbers", rows)
+        fb.record_feedback(store, [{"interaction_id": "q3", "kind": "thumbs_down"}])
+        with TestClient(create_app(store)) as c:
+            got = c.get(f"/api/runs/{run}/rows", params={"feedback": "thumbs_down"})
+            assert got.status_code == 200 and [r["idx"] for r in got.json()["items"]] == [3]
+            found = c.get(f"/api/runs/{run}/rows", params={"column": "query", "value": "question 3"})
+            assert found.status_code == 200 and [r["idx"] for r in found.json()["items"]] == [3]
+            page = c.get(f"/runs/{run}", params={"feedback": "any", "column": "id", "value": "q"})
+            assert page.status_code == 200 and "thumbs down" in page.text
+    finally:
+        store.close()

@@ -339,10 +339,30 @@ def interaction_id_of(run_id: str, idx: int, data: Any, id_column: str | None = 
     return f"{run_id}:{idx}"
 
 
+_NOT_JSON = ("NaN", "Infinity", "-Infinity")
+"""What Python's encoder writes for float values JSON has no word for (the store allows them)."""
+
+
+def json_data_sql(dialect: str, alias: str = "r") -> str:
+    """SQL for the JSON text of row ``alias``'s inputs that the database's JSON functions accept:
+    the store writes ``NaN`` and infinities as Python does, which neither SQLite's JSON functions
+    nor PostgreSQL's ``jsonb`` read, so they become ``null`` (where the encoder puts values: after
+    ``": "``, ``"["`` or ``", "``); for the id rule a non-finite number and null are alike."""
+    text = f"{alias}.data"
+    fixed = text
+    for token in _NOT_JSON:
+        for before in (": ", "[", ", "):
+            fixed = f"REPLACE({fixed}, '{before}{token}', '{before}null')"
+    if dialect == "postgresql":
+        return (f"CASE WHEN POSITION('NaN' IN {text}) > 0 OR POSITION('Infinity' IN {text}) > 0 "
+                f"THEN {fixed} ELSE {text} END")
+    return f"CASE WHEN json_valid({text}) THEN {text} ELSE {fixed} END"
+
+
 def _sqlite_id(column: str, alias: str) -> str:
     path = f"'$.{column}'"
-    value = f"json_extract({alias}.data, {path})"
-    return (f"CASE WHEN json_type({alias}.data, {path}) IN ('text', 'integer') AND {value} <> '' "
+    value = f"json_extract({alias}.j, {path})"
+    return (f"CASE WHEN json_type({alias}.j, {path}) IN ('text', 'integer') AND {value} <> '' "
             f"THEN CAST({value} AS TEXT) END")
 
 
@@ -359,13 +379,16 @@ def interaction_id_sql(dialect: str, alias: str = "r") -> str:
     whole number, else ``<run id>:<row index>``) written for ``dialect`` (``sqlite`` or
     ``postgresql``), so a query joins a run's rows to their feedback without reading them."""
     fallback = f"{alias}.run_id || ':' || CAST({alias}.idx AS TEXT)"
+    data = json_data_sql(dialect, alias)
     if dialect == "postgresql":
         # the row's JSON decoded once per row (OFFSET 0 keeps the planner from inlining it per use)
         found = ", ".join(_postgres_id(c) for c in ID_COLUMNS)
-        decoded = f"(SELECT CAST({alias}.data AS jsonb) AS j OFFSET 0) d"
+        decoded = f"(SELECT CAST({data} AS jsonb) AS j OFFSET 0) d"
         return f"COALESCE((SELECT COALESCE({found}) FROM {decoded}), {fallback})"
-    found = ", ".join(_sqlite_id(c, alias) for c in ID_COLUMNS)
-    return f"COALESCE(CASE WHEN json_valid({alias}.data) THEN COALESCE({found}) END, {fallback})"
+    found = ", ".join(_sqlite_id(c, "d") for c in ID_COLUMNS)
+    decoded = f"(SELECT {data} AS j) d"
+    valid = f"CASE WHEN json_valid(d.j) THEN COALESCE({found}) END"
+    return f"COALESCE((SELECT {valid} FROM {decoded}), {fallback})"
 
 
 ROW_FILTERS = ("any", "none", "failure", *KINDS)
@@ -487,8 +510,26 @@ def filter_rows(
 
 
 __all__ = [
-    "EXPLICIT_KINDS", "FAILURE_KINDS", "FEEDBACK_COLUMNS", "IMPLICIT_KINDS", "KINDS", "ROW_FILTERS",
-    "FeedbackError", "FeedbackEvent", "Window", "aggregate", "feedback_columns", "feedback_for",
-    "filter_rows", "interaction_id_of", "interaction_id_sql", "interaction_ids", "parse_event",
-    "parse_events", "record_feedback", "row_filter_sql", "run_feedback",
+    "EXPLICIT_KINDS",
+    "FAILURE_KINDS",
+    "FEEDBACK_COLUMNS",
+    "IMPLICIT_KINDS",
+    "KINDS",
+    "ROW_FILTERS",
+    "FeedbackError",
+    "FeedbackEvent",
+    "Window",
+    "aggregate",
+    "feedback_columns",
+    "feedback_for",
+    "filter_rows",
+    "interaction_id_of",
+    "interaction_id_sql",
+    "interaction_ids",
+    "json_data_sql",
+    "parse_event",
+    "parse_events",
+    "record_feedback",
+    "row_filter_sql",
+    "run_feedback",
 ]

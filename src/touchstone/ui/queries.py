@@ -350,10 +350,12 @@ def _column_clause(store: Store, column: str, value: str) -> tuple[str, list[Any
     """The rows whose input ``column`` contains ``value`` (case-insensitive), per backend: the JSON
     functions differ between SQLite and PostgreSQL."""
     pattern = like_pattern(value.lower())
+    data = fb.json_data_sql(_dialect(store), "r")  # NaN and infinities as null: valid JSON for both
     if _dialect(store) == "postgresql":
-        return "LOWER(CAST(r.data AS jsonb) ->> ?) LIKE ?" + LIKE_ESCAPE, [column, pattern]
+        return f"LOWER(CAST({data} AS jsonb) ->> ?) LIKE ?" + LIKE_ESCAPE, [column, pattern]
     # json_each: any key, quotes and dots included, passed as a parameter, never spliced into a path
-    return ("EXISTS (SELECT 1 FROM json_each(r.data) je WHERE je.key = ? "
+    valid = f"CASE WHEN json_valid({data}) THEN {data} ELSE '{{}}' END"
+    return (f"EXISTS (SELECT 1 FROM json_each({valid}) je WHERE je.key = ? "
             "AND LOWER(CAST(je.value AS TEXT)) LIKE ?" + LIKE_ESCAPE + ")"), [column, pattern]
 
 
