@@ -347,7 +347,8 @@ def json_data_sql(dialect: str, alias: str = "r") -> str:
     """SQL for the JSON text of row ``alias``'s inputs that the database's JSON functions accept:
     the store writes ``NaN`` and infinities as Python does, which neither SQLite's JSON functions
     nor PostgreSQL's ``jsonb`` read, so they become ``null`` (where the encoder puts values: after
-    ``": "``, ``"["`` or ``", "``); for the id rule a non-finite number and null are alike."""
+    ``": "``, ``"["`` or ``", "``); for the id rule a non-finite number and null are alike. On
+    SQLite anything else it cannot read is ``{}`` (as :func:`interaction_ids` reads it)."""
     text = f"{alias}.data"
     fixed = text
     for token in _NOT_JSON:
@@ -356,7 +357,7 @@ def json_data_sql(dialect: str, alias: str = "r") -> str:
     if dialect == "postgresql":
         return (f"CASE WHEN POSITION('NaN' IN {text}) > 0 OR POSITION('Infinity' IN {text}) > 0 "
                 f"THEN {fixed} ELSE {text} END")
-    return f"CASE WHEN json_valid({text}) THEN {text} ELSE {fixed} END"
+    return f"CASE WHEN json_valid({text}) THEN {text} WHEN json_valid({fixed}) THEN {fixed} ELSE '{{}}' END"
 
 
 def _sqlite_id(column: str, alias: str) -> str:
@@ -386,9 +387,7 @@ def interaction_id_sql(dialect: str, alias: str = "r") -> str:
         decoded = f"(SELECT CAST({data} AS jsonb) AS j OFFSET 0) d"
         return f"COALESCE((SELECT COALESCE({found}) FROM {decoded}), {fallback})"
     found = ", ".join(_sqlite_id(c, "d") for c in ID_COLUMNS)
-    decoded = f"(SELECT {data} AS j) d"
-    valid = f"CASE WHEN json_valid(d.j) THEN COALESCE({found}) END"
-    return f"COALESCE((SELECT {valid} FROM {decoded}), {fallback})"
+    return f"COALESCE((SELECT COALESCE({found}) FROM (SELECT {data} AS j) d), {fallback})"
 
 
 ROW_FILTERS = ("any", "none", "failure", *KINDS)

@@ -354,8 +354,7 @@ def _column_clause(store: Store, column: str, value: str) -> tuple[str, list[Any
     if _dialect(store) == "postgresql":
         return f"LOWER(CAST({data} AS jsonb) ->> ?) LIKE ?" + LIKE_ESCAPE, [column, pattern]
     # json_each: any key, quotes and dots included, passed as a parameter, never spliced into a path
-    valid = f"CASE WHEN json_valid({data}) THEN {data} ELSE '{{}}' END"
-    return (f"EXISTS (SELECT 1 FROM json_each({valid}) je WHERE je.key = ? "
+    return (f"EXISTS (SELECT 1 FROM json_each({data}) je WHERE je.key = ? "
             "AND LOWER(CAST(je.value AS TEXT)) LIKE ?" + LIKE_ESCAPE + ")"), [column, pattern]
 
 
