@@ -401,22 +401,29 @@ def test_run_resumes_after_its_driver_was_killed(
     data.write_text("".join(json.dumps(row) + "\n" for row in text_rows(600, seed=9)))
     store = tmp_path / "r.db"
     args = {"data": str(data), "store": str(store), "base_url": fake_openai.base_url, "address": cluster}
-    driver = subprocess.Popen(
-        [sys.executable, "-c", DRIVER, json.dumps(args)], cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
+    log = tmp_path / "driver.log"
+    with log.open("wb") as err:
+        driver = subprocess.Popen(
+            [sys.executable, "-c", DRIVER, json.dumps(args)], cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}, stdout=subprocess.DEVNULL, stderr=err,
+        )
     try:
         deadline = time.monotonic() + 120
-        while stored_scores(store)[1] < 60:
-            assert driver.poll() is None, driver.stderr.read() if driver.stderr else ""
-            assert time.monotonic() < deadline, "the driver stored nothing"
+        # killed once it stored some rows (a driver that dies of itself before is a crash too)
+        while stored_scores(store)[1] < 60 and driver.poll() is None:
+            assert time.monotonic() < deadline, "the driver stored nothing: " + log.read_text()[-2000:]
             time.sleep(0.05)
     finally:
         driver.kill()
         driver.wait()
     run_id, before = stored_scores(store)
-    assert run_id is not None and before < 600, "the driver finished before it could be killed"
+    assert run_id is not None, "the driver stopped before it began the run: " + log.read_text()[-2000:]
+    assert before < 600, "the driver finished before it could be killed"
+    # the dead driver's judge workers end with its job, a moment later: count requests after that
+    deadline = time.monotonic() + 60
+    while judge_worker_pids() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not judge_worker_pids(), "the dead driver's judge workers outlived it"
     requests_before = fake_openai.count
     resumed = evaluate(data=data, evaluators={"judge": judge(fake_openai)}, store=store, resume=run_id,
                        cache=False, concurrency=8, executor=RayExecutor(address=cluster))
