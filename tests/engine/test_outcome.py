@@ -78,3 +78,60 @@ def test_gate_failures() -> None:
     ]
     with pytest.raises(InputValidationError, match="no such metric"):
         gate_failures(summary, {"bleu": 0.1})
+
+
+def _by_definition(names: list[str], rows: list[dict[str, Any]], summary: Summary) -> list[UnscoredMetric]:
+    """unscored_metrics as its docstring defines it, every row read for every evaluator."""
+    found = []
+    for name in names:
+        head = f"outputs.{name}."
+        errors = [[(k, v) for k, v in row.items() if k.startswith(head) and k.endswith("_error") and v]
+                  for row in rows]
+        failed = sum(1 for e in errors if e)
+        first = next((e[0] for e in errors if e), None)
+        empty = [(k, e) for k, e in summary.items() if k.startswith(name + ".") and e.get("n") == 0]
+        if not (empty or (rows and failed == len(rows))):
+            continue
+        error = None if first is None else str(first[1])
+        score_key = None if first is None else first[0][len(head) : -len("_error")]
+        n_failed = failed
+        if empty:
+            n_failed = int(empty[0][1].get("n_failed") or failed)
+            score_key = empty[0][0][len(name) + 1 :]
+        found.append(UnscoredMetric(name, n_failed, error, score_key or name))
+    return found
+
+
+class _Counted(list[dict[str, Any]]):
+    read = 0
+
+    def __iter__(self) -> Any:
+        for row in super().__iter__():
+            self.read += 1
+            yield row
+
+
+def test_unscored_equals_its_definition_and_reads_rows_only_as_far_as_needed() -> None:
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randint(0, 6)
+        names = ["a", "b", "c"]
+        data = []
+        for _ in range(n):
+            row: dict[str, Any] = {"inputs.q": "x"}
+            for name in names:
+                if rng.random() < 0.5:
+                    row[f"outputs.{name}.{name}_error"] = rng.choice(["boom", "", None, "bad reply"])
+                else:
+                    row[f"outputs.{name}.{name}"] = 1.0
+            data.append(row)
+        summary: Summary = {}
+        for name in names:
+            if rng.random() < 0.5:
+                summary[f"{name}.{name}"] = {"n": rng.choice([0, 1]), "n_failed": rng.choice([0, n, None])}
+        assert unscored_metrics(names, data, summary) == _by_definition(names, data, summary)
+    counted = _Counted(rows(1000, failing=0))
+    assert unscored_metrics(["f1_score", "groundedness"], counted, F1) == []
+    assert counted.read == 1  # the first row already shows both metrics scored

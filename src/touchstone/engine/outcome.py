@@ -37,44 +37,61 @@ def _evaluator_entries(summary: Summary, name: str) -> list[tuple[str, Mapping[s
     return [(key, entry) for key, entry in summary.items() if key.startswith(name + ".")]
 
 
-def _row_errors(rows: Sequence[Mapping[str, Any]], name: str) -> tuple[int, str | None, str | None]:
-    """For evaluator ``name``: (rows with a set error, the first error message, the key prefix of
-    that error, e.g. ``groundedness`` for ``outputs.groundedness.groundedness_error``)."""
-    head = f"outputs.{name}."
-    failed = 0
-    first: str | None = None
-    score_key: str | None = None
-    for row in rows:
-        errors = [(k, v) for k, v in row.items() if k.startswith(head) and k.endswith("_error") and v]
-        if errors:
-            failed += 1
-            if first is None:
-                key, value = errors[0]
-                first, score_key = str(value), key[len(head) : -len("_error")]
-    return failed, first, score_key
-
-
 def unscored_metrics(
     evaluators: Iterable[str], rows: Sequence[Mapping[str, Any]], summary: Summary
 ) -> list[UnscoredMetric]:
     """The evaluators that produced no score on any row.
 
     An evaluator counts when its summary has an entry with ``n == 0``, or when every row of the result
-    carries one of its ``*_error`` outputs (a summary may leave such an evaluator out altogether)."""
+    carries one of its ``*_error`` outputs (a summary may leave such an evaluator out altogether).
+    The rows are read once, and only as far as needed: once every evaluator has a row without an
+    error (and, for one with an empty entry, its first error is known), the rest cannot change the
+    answer -- a large run's rows are read from its store."""
+    names = list(evaluators)
+    empty = {name: [(k, e) for k, e in _evaluator_entries(summary, name) if e.get("n") == 0]
+             for name in names}
+    failed = dict.fromkeys(names, 0)
+    first: dict[str, tuple[str, str] | None] = dict.fromkeys(names)  # (error, score key)
+    clean = dict.fromkeys(names, False)  # some row without an error of this evaluator
+
+    def decided(name: str) -> bool:
+        if not clean[name]:
+            return False
+        if not empty[name]:
+            return True
+        return first[name] is not None and bool(empty[name][0][1].get("n_failed"))
+
+    pending = [name for name in names if not decided(name)]
+    n_rows = 0
+    complete = True
+    for row in rows:
+        n_rows += 1
+        for name in pending:
+            head = f"outputs.{name}."
+            errors = [(k, v) for k, v in row.items() if k.startswith(head) and k.endswith("_error") and v]
+            if errors:
+                failed[name] += 1
+                if first[name] is None:
+                    key, value = errors[0]
+                    first[name] = (str(value), key[len(head) : -len("_error")])
+            else:
+                clean[name] = True
+        pending = [name for name in pending if not decided(name)]
+        if not pending:
+            complete = False
+            break
     found: list[UnscoredMetric] = []
-    for name in evaluators:
-        failed, error, score_key = _row_errors(rows, name)
-        entries = _evaluator_entries(summary, name)
-        empty = [(key, entry) for key, entry in entries if entry.get("n") == 0]
-        all_rows_failed = bool(rows) and failed == len(rows)
-        if not (empty or all_rows_failed):
+    for name in names:
+        all_rows_failed = complete and n_rows > 0 and failed[name] == n_rows
+        if not (empty[name] or all_rows_failed):
             continue
-        if empty:
-            key, entry = empty[0]
-            n_failed = int(entry.get("n_failed") or failed)
+        error, score_key = first[name] or (None, None)
+        if empty[name]:
+            key, entry = empty[name][0]
+            n_failed = int(entry.get("n_failed") or failed[name])
             score_key = key[len(name) + 1 :]
         else:
-            n_failed = failed
+            n_failed = failed[name]
         found.append(UnscoredMetric(name, n_failed, error, score_key or name))
     return found
 
