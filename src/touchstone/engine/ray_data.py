@@ -26,6 +26,7 @@ from touchstone.data.mapping import Ref
 from touchstone.data.streaming import BATCH_ROWS, RowSource, data_digest
 from touchstone.data.validation import Validation
 from touchstone.engine.executors import Plan, WireRow, direct_inputs, score_wire
+from touchstone.engine.ray_files import RECORD, is_file_path, read_file_dataset
 from touchstone.errors import InputValidationError, Problem
 from touchstone.evaluators.base import Evaluator
 
@@ -33,6 +34,15 @@ SOURCE = "<ray dataset>"
 """How the rows of a dataset are named in problems and results."""
 ROW_INDEX = "__touchstone_row__"
 """The column holding each row's index in the run (added when the dataset is opened)."""
+
+
+def reads_with_ray(data: Any, executor: Any) -> bool:
+    """True when Ray Data reads the input: a Ray Dataset, or a file path under the Ray executor
+    (``executor="ray"`` or a :class:`~touchstone.engine.ray_executor.RayExecutor`)."""
+    if is_ray_dataset(data):
+        return True
+    ray_executor = executor == "ray" or type(executor).__name__ == "RayExecutor"
+    return ray_executor and is_file_path(data)
 
 
 def is_ray_dataset(data: Any) -> bool:
@@ -61,6 +71,12 @@ def frame_records(frame: Any, start: int) -> list[Record]:
     (values a row cannot hold) as an :class:`InputValidationError` numbered the same way."""
     if ROW_INDEX in frame.columns:
         frame = frame.drop(columns=[ROW_INDEX])
+    if RECORD in frame.columns:  # a file's rows, parsed as a local run parses them (ray_files.py)
+        items = [pickle.loads(blob) for blob in frame[RECORD]]
+        problems = [item for item in items if isinstance(item, Problem)]
+        if problems:
+            raise InputValidationError(problems)
+        return list(items)
     try:
         records = load_records(frame)
     except InputValidationError as exc:
@@ -78,9 +94,16 @@ def open_dataset(
     *,
     has_target: bool,
     batch_rows: int = BATCH_ROWS,
+    executor: Any = None,
 ) -> DatasetSource:
     """The rows of ``dataset`` checked for ``evaluators`` in one pass over its batches (every problem
-    of every batch, as a file's), before anything is scored."""
+    of every batch, as a file's), before anything is scored. ``dataset`` may also be a file path
+    (with the Ray ``executor``, which names the cluster): Ray Data reads it (:mod:`ray_files`)."""
+    if is_file_path(dataset):
+        from touchstone.engine.ray_executor import connect
+
+        connect(getattr(executor, "address", None))
+        dataset = read_file_dataset(dataset)
     # rows in their order on every pass (Ray Data may otherwise yield blocks as they finish)
     dataset.context.execution_options.preserve_order = True
     materialized = with_row_index(dataset.materialize())
@@ -154,7 +177,7 @@ def score_frame(
     out: list[bytes] = []
     if len(frame):
         index = [int(i) for i in frame[ROW_INDEX]]
-        records = load_records(frame.drop(columns=[ROW_INDEX]))
+        records = frame_records(frame, 0)
         for name, ev in evaluators.items():
             mask = stored[name]
             todo = [k for k, i in enumerate(index) if not mask[i]]
