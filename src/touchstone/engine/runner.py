@@ -50,7 +50,7 @@ from touchstone.engine.executors import (
     make_executor,
 )
 from touchstone.engine.frame import sdk_input, sdk_rows
-from touchstone.engine.ray_data import is_ray_dataset, open_dataset
+from touchstone.engine.ray_data import open_dataset, reads_with_ray
 from touchstone.engine.result import EvaluationResult, own_aggregators
 from touchstone.engine.stored_rows import StoredRows
 from touchstone.errors import (
@@ -130,8 +130,9 @@ def evaluate(
     # A large file is checked in one streaming pass and read again in batches as it is scored;
     # anything else is loaded whole (data/streaming.py). Either way every problem is reported here,
     # before the store is opened or anything is scored.
-    if is_ray_dataset(data):  # a ray.data.Dataset: Ray Data reads it (engine/ray_data.py)
-        source: RowSource = open_dataset(data, evs, mappings, has_target=target is not None)
+    if reads_with_ray(data, executor):  # a Ray Dataset, or a file under the Ray executor (engine/ray_data.py)
+        source: RowSource = open_dataset(data, evs, mappings, has_target=target is not None,
+                                         executor=executor)
     else:
         source = open_source(data, evs, mappings, has_target=target is not None)
 
