@@ -1,6 +1,7 @@
 """The Ray executor on a real local cluster (``ray start --head`` on 127.0.0.1, two CPUs, started once
 for the module and stopped at its end): the same rows and metrics as the local executor for lexical
-and judge metrics, the judge's concurrency kept under the fake server's cap across both judge
+and judge metrics (a JSONL, CSV or Parquet file read by Ray Data, not by the driver, gives the local
+run's rows and problems), the judge's concurrency kept under the fake server's cap across both judge
 workers (one cluster-wide limit) and their provenance merged into the run's, a judge worker or a
 task's worker killed mid-run loses no row, and a run whose driver was killed resumes to the local
 run's rows. Only this cluster's processes are ever killed (found by a marker in their environment)."""
@@ -183,6 +184,120 @@ def test_ray_dataset_problems_reported_before_scoring(cluster: str, tmp_path: Pa
                  store=tmp_path / "a.db", executor=RayExecutor(address=cluster))
     assert [p.line for p in caught.value.problems] == [11, 12, 13]
     assert all(p.source == "<ray dataset>" for p in caught.value.problems)
+
+
+def tricky_rows(n: int, seed: int) -> list[dict[str, Any]]:
+    """Rows whose cells Ray's own readers would change: a column of mixed types, nested values,
+    texts with commas, quotes, newlines and non-ASCII letters, empty cells."""
+    rows = text_rows(n, seed)
+    for i, row in enumerate(rows):
+        row["meta"] = [7, "seven", {"n": [1, 2]}, None, 2.5][i % 5]
+        if i % 7 == 0:
+            row["response"] = f'"{row["response"]}", dit-il,\nen été'
+        if i % 11 == 0:
+            row["note"] = ""
+    return rows
+
+
+def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
+    """``rows`` as a JSONL (with a UTF-8 byte-order mark and blank lines), CSV (BOM, quoted cells,
+    empty cells) or Parquet file, by the path's suffix."""
+    import pandas as pd
+
+    if path.suffix == ".jsonl":
+        lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+        lines[3:3] = ["", "   "]
+        path.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode() + b"\n")
+    elif path.suffix == ".csv":
+        frame = pd.DataFrame([{k: v for k, v in r.items() if k != "meta"} for r in rows])
+        frame.to_csv(path, index=False, encoding="utf-8-sig")
+    else:
+        frame = pd.DataFrame([{k: v for k, v in r.items() if k != "meta"} for r in rows])
+        frame["meta"] = [json.dumps(r["meta"]) for r in rows]
+        frame.to_parquet(path, row_group_size=150)
+
+
+@pytest.mark.parametrize(("suffix", "streamed"), [(".jsonl", False), (".jsonl", True), (".csv", False),
+                                                   (".csv", True), (".parquet", False), (".parquet", True)])
+def test_file_input_read_by_ray_data_same_as_local(
+    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    suffix: str, streamed: bool,
+) -> None:
+    """A file path under the Ray executor is read by Ray Data in the cluster (the driver's loader is
+    never called) and parsed by the project's rules: the local run's rows, metrics and summary, row
+    for row, for a file loaded whole and for one streamed (the threshold lowered to 0 for both)."""
+    import logging
+
+    from touchstone.data import streaming
+    from touchstone.engine import ray_data, ray_files, runner
+
+    monkeypatch.setattr(ray_files, "BLOCK_ROWS", 100)  # several blocks: their order is the file's
+    if streamed:
+        monkeypatch.setattr(streaming, "STREAM_MIN_BYTES", 0)
+    path = tmp_path / f"rows{suffix}"
+    write_rows(path, tricky_rows(700, seed=29))
+
+    def evs() -> dict[str, Any]:
+        return {"f1": F1ScoreEvaluator(), "em": ExactMatchEvaluator()}
+
+    local = evaluate(data=str(path), evaluators=evs(), store=tmp_path / "a.db")
+
+    def driver_loader(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the driver read the file")
+
+    mapped: list[int] = []
+    real = ray_data.map_scores
+
+    def spy(*args: Any) -> Any:
+        mapped.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(runner, "open_source", driver_loader)
+    monkeypatch.setattr(ray_data, "map_scores", spy)
+    with caplog.at_level(logging.INFO, logger="touchstone.engine.ray_files"):
+        remote = evaluate(data=str(path), evaluators=evs(), store=tmp_path / "b.db",
+                          executor=RayExecutor(address=cluster))
+    ours = [r.getMessage() for r in caplog.records if r.name == "touchstone.engine.ray_files"]
+    assert ours == [f"read by Ray Data: {path} (700 rows, 7 blocks)"]
+    assert mapped  # the CPU metrics ran in map_batches over the file's dataset
+    assert list(remote.rows) == list(local.rows)
+    assert remote.metrics == local.metrics
+    assert remote.summary == local.summary
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_file_problems_named_as_a_local_run_names_them(
+    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: bool
+) -> None:
+    """A bad file read by Ray Data fails before anything is scored (no run stored) with the local
+    run's problems: the file, the line, the field and what was expected."""
+    from touchstone.data import streaming
+
+    if streamed:
+        monkeypatch.setattr(streaming, "STREAM_MIN_BYTES", 0)
+    rows = text_rows(40, seed=3)
+    for row in rows[10:12]:
+        del row["response"]
+    missing = tmp_path / "missing.jsonl"
+    missing.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    broken = tmp_path / "broken.jsonl"
+    lines = [json.dumps(r) for r in rows[:20]]
+    lines[4], lines[9] = '{"query": "q", "response": ', "[1, 2]"
+    broken.write_text("\n".join(lines) + "\n")
+    csv_file = tmp_path / "cells.csv"
+    csv_file.write_text("query,response,ground_truth\nq,a,a\nq,b,b,extra\n")
+    for path in (missing, broken, csv_file):
+        caught = {}
+        for kind, executor in (("local", None), ("ray", RayExecutor(address=cluster))):
+            with pytest.raises(InputValidationError) as exc:
+                evaluate(data=str(path), evaluators={"f1": F1ScoreEvaluator()},
+                         store=tmp_path / f"{kind}.db", executor=executor)
+            caught[kind] = exc.value
+        assert caught["ray"].problems == caught["local"].problems
+        assert str(caught["ray"]) == str(caught["local"])
+        assert all(p.source == str(path) and p.line for p in caught["ray"].problems)
+    assert caught["ray"].problems[0].line == 3
+    assert not (tmp_path / "ray.db").exists() or not RunStore(tmp_path / "ray.db").list_runs()
 
 
 def test_map_batches_scores_a_dataset_where_its_blocks_are(cluster: str) -> None:
