@@ -297,6 +297,10 @@ def test_file_problems_named_as_a_local_run_names_them(
         assert str(caught["ray"]) == str(caught["local"])
         assert all(p.source == str(path) and p.line for p in caught["ray"].problems)
     assert caught["ray"].problems[0].line == 3
+    for executor in (None, RayExecutor(address=cluster)):  # named on the driver, before Ray reads
+        with pytest.raises(InputValidationError, match="file not found"):
+            evaluate(data=str(tmp_path / "absent.csv"), evaluators={"f1": F1ScoreEvaluator()},
+                     store=tmp_path / "absent.db", executor=executor)
     assert not (tmp_path / "ray.db").exists() or not RunStore(tmp_path / "ray.db").list_runs()
 
 

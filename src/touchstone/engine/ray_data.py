@@ -100,10 +100,7 @@ def open_dataset(
     of every batch, as a file's), before anything is scored. ``dataset`` may also be a file path
     (with the Ray ``executor``, which names the cluster): Ray Data reads it (:mod:`ray_files`)."""
     if is_file_path(dataset):
-        from touchstone.engine.ray_executor import connect
-
-        connect(getattr(executor, "address", None))
-        dataset = read_file_dataset(dataset)
+        dataset = read_file_dataset(dataset, getattr(executor, "address", None))
     # rows in their order on every pass (Ray Data may otherwise yield blocks as they finish)
     dataset.context.execution_options.preserve_order = True
     materialized = with_row_index(dataset.materialize())

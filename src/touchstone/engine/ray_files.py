@@ -38,13 +38,15 @@ def is_file_path(data: Any) -> bool:
     return isinstance(data, (str, os.PathLike))
 
 
-def read_file_dataset(path: str | os.PathLike[str]) -> Any:
+def read_file_dataset(path: str | os.PathLike[str], address: str | None = None) -> Any:
     """A Ray Dataset of the file's rows in their order, one pickled Record or Problem per row
-    (:data:`RECORD`), read by Ray Data in the cluster and parsed as a local run parses it."""
-    import ray
+    (:data:`RECORD`), read by Ray Data in the cluster at ``address`` (connected if need be) and
+    parsed as a local run parses it."""
+    from touchstone.engine.ray_executor import connect
 
     file = Path(path)
-    _check_regular_file(file)  # a missing file, a directory or a FIFO: named before Ray is asked
+    _check_regular_file(file)  # a missing file, a directory or a FIFO: named before Ray is started
+    ray = connect(address)
     streamed = streams(file)  # a large file: the streaming reader's rules, as a local run
     dataset: Any = ray.data.read_binary_files(str(file.resolve()), include_paths=False)
     dataset.context.execution_options.preserve_order = True
