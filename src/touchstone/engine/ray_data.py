@@ -41,8 +41,11 @@ def reads_with_ray(data: Any, executor: Any) -> bool:
     (``executor="ray"`` or a :class:`~touchstone.engine.ray_executor.RayExecutor`)."""
     if is_ray_dataset(data):
         return True
-    ray_executor = executor == "ray" or type(executor).__name__ == "RayExecutor"
-    return ray_executor and is_file_path(data)
+    if not is_file_path(data) or executor is None:
+        return False
+    from touchstone.engine.ray_executor import RayExecutor  # no Ray import: Ray is imported when used
+
+    return executor == "ray" or isinstance(executor, RayExecutor)
 
 
 def is_ray_dataset(data: Any) -> bool:
