@@ -64,9 +64,15 @@ if kind == "judge":
     evs = {"groundedness": GroundednessEvaluator(cfg)}
     options = {"cache": False, "concurrency": 128}
 else:
-    data = list(text_rows(args["rows"]))
     evs = {"f1": F1ScoreEvaluator(), "em": ExactMatchEvaluator(), "bleu": BleuScoreEvaluator()}
     options = {}
+    if kind == "local":  # from a JSONL file, which the run streams (benchmarks/scale_local.py: PSS too)
+        data = args["store"] + ".rows.jsonl"
+        with open(data, "w", encoding="utf-8") as fh:
+            for row in text_rows(args["rows"]):
+                fh.write(json.dumps(row) + "\n")
+    else:
+        data = list(text_rows(args["rows"]))
 started = time.perf_counter()
 result = evaluate(data=data, evaluators=evs, store=args["store"], executor=executor, **options)
 seconds = time.perf_counter() - started
