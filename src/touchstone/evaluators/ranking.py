@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from touchstone._gc import collector_paused
 from touchstone.data.kinds import ranked_ids, relevance_labels
 from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
 from touchstone.evaluators.registry import register
@@ -120,6 +121,10 @@ class RankingEvaluator(Evaluator):
         return self.score_batch([inputs])[0]
 
     def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+        with collector_paused():  # one result per query, no cycles: see touchstone._gc
+            return self._score_batch(rows)
+
+    def _score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
         # Sparse preparation: per row, the rank of each retrieved id (one C-level dict build) and,
         # for each labelled id, its rank (-1 when not retrieved) and label -- about a dozen values per
         # row instead of one per retrieved document. numpy scatters them into the n x W label matrix.
