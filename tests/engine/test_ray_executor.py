@@ -557,3 +557,32 @@ def test_run_resumes_after_its_driver_was_killed(
                      cache=False, concurrency=8)
     assert comparable(resumed.rows) == comparable(local.rows)
     assert resumed.metrics == local.metrics
+
+
+def test_judge_workers_share_the_judge_cache(
+    cluster: str, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """The judge workers read and write the run's judge cache: what a local run cached is served to
+    both workers of a Ray run without a request, and the reverse."""
+    fake_openai.handler = toy_judge_handler
+    cache = tmp_path / "judge-cache.db"
+    rows = text_rows(60, seed=5)
+    local = evaluate(data=rows, evaluators={"judge": judge(fake_openai)}, store=tmp_path / "a.db",
+                     cache=True, cache_path=str(cache), concurrency=8)
+    assert fake_openai.count == 60
+    fake_openai.reset()
+    remote = evaluate(data=rows, evaluators={"judge": judge(fake_openai)}, store=tmp_path / "b.db",
+                      cache=True, cache_path=str(cache), concurrency=8,
+                      executor=RayExecutor(address=cluster, judge_workers=2))
+    assert fake_openai.count == 0  # every reply from the cache the local run wrote
+    assert comparable(remote.rows) == comparable(local.rows)
+    assert remote.run["judge"]["stats"]["cache_hits"] == 60
+    more = text_rows(80, seed=5)[60:]  # rows only the Ray run scores, then a local run reads them
+    evaluate(data=more, evaluators={"judge": judge(fake_openai)}, store=tmp_path / "c.db",
+             cache=True, cache_path=str(cache), concurrency=8,
+             executor=RayExecutor(address=cluster, judge_workers=2))
+    asked = fake_openai.count
+    assert asked == 20
+    again = evaluate(data=more, evaluators={"judge": judge(fake_openai)}, store=tmp_path / "d.db",
+                     cache=True, cache_path=str(cache), concurrency=8)
+    assert fake_openai.count == asked and again.n_failed == 0
