@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +153,54 @@ def browser() -> Iterator[Any]:
             yield b
         finally:
             b.close()
+
+
+# Runs before any page script: counts CSP violations (an injected inline script or handler would be
+# blocked and reported here) and keeps the page's errors.
+WATCH = """
+window.__violations = [];
+document.addEventListener('securitypolicyviolation',
+  e => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI));
+window.__errors = [];
+window.addEventListener('error', e => window.__errors.push(String(e.message)));
+"""
+
+
+@dataclass
+class Watched:
+    """A page with everything that would show a payload running: dialogs, console errors."""
+
+    page: Any
+    dialogs: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+
+    def assert_nothing_ran(self) -> None:
+        assert self.dialogs == []
+        assert self.page.evaluate("typeof window.__pwned") == "undefined"
+        assert self.page.evaluate("window.__violations") == []
+        assert self.page.evaluate("window.__errors") == []
+        assert self.console_errors == []
+
+
+@pytest.fixture
+def watched(browser: Any) -> Iterator[Watched]:
+    context = browser.new_context(java_script_enabled=True)
+    context.add_init_script(WATCH)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    w = Watched(page)
+
+    def on_dialog(dialog: Any) -> None:
+        w.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.on("console", lambda msg: w.console_errors.append(msg.text) if msg.type == "error" else None)
+    try:
+        yield w
+    finally:
+        context.close()
+
+
+def _row_indices(page: Any) -> list[int]:
+    return [int(t) for t in page.locator("a.row-link").all_inner_texts()]

@@ -10,45 +10,19 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from tests.ui.conftest import HOSTILE, HOSTILE_COLUMN, HOSTILE_RUN_NAME, N_ROWS, UIRuns
+from tests.ui.conftest import HOSTILE, HOSTILE_COLUMN, HOSTILE_RUN_NAME, N_ROWS, UIRuns, Watched, _row_indices
 
 from touchstone.ui import create_app
-
-# Runs before any page script: counts CSP violations (an injected inline script or handler would be
-# blocked and reported here) and keeps the page's errors.
-WATCH = """
-window.__violations = [];
-document.addEventListener('securitypolicyviolation',
-  e => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI));
-window.__errors = [];
-window.addEventListener('error', e => window.__errors.push(String(e.message)));
-"""
 
 
 @dataclass
 class Served:
     base: str
     runs: UIRuns
-
-
-@dataclass
-class Watched:
-    """A page with everything that would show a payload running: dialogs, console errors."""
-
-    page: Any
-    dialogs: list[str] = field(default_factory=list)
-    console_errors: list[str] = field(default_factory=list)
-
-    def assert_nothing_ran(self) -> None:
-        assert self.dialogs == []
-        assert self.page.evaluate("typeof window.__pwned") == "undefined"
-        assert self.page.evaluate("window.__violations") == []
-        assert self.page.evaluate("window.__errors") == []
-        assert self.console_errors == []
 
 
 @pytest.fixture(scope="module")
@@ -70,30 +44,6 @@ def served(ui_runs: UIRuns) -> Iterator[Served]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
-
-
-@pytest.fixture
-def watched(browser: Any) -> Iterator[Watched]:
-    context = browser.new_context(java_script_enabled=True)
-    context.add_init_script(WATCH)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    w = Watched(page)
-
-    def on_dialog(dialog: Any) -> None:
-        w.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
-    page.on("console", lambda msg: w.console_errors.append(msg.text) if msg.type == "error" else None)
-    try:
-        yield w
-    finally:
-        context.close()
-
-
-def _row_indices(page: Any) -> list[int]:
-    return [int(t) for t in page.locator("a.row-link").all_inner_texts()]
 
 
 def test_runs_page_lists_runs_and_leads_to_a_run_with_charts(served: Served, watched: Watched) -> None:

@@ -9,11 +9,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from tests.ui.conftest import HOSTILE
-from tests.ui.test_browser import WATCH, Watched
+from tests.ui.conftest import HOSTILE, Watched, _row_indices
 from tests.ui.test_feedback_filter import PLANTED, REPORT, FeedbackRuns, plant
 
 from touchstone.store import open_store
@@ -42,30 +40,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Feed
         server.should_exit = True
         thread.join(timeout=10)
         store.close()
-
-
-@pytest.fixture
-def watched(browser: Any) -> Iterator[Watched]:
-    context = browser.new_context(java_script_enabled=True)
-    context.add_init_script(WATCH)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    w = Watched(page)
-
-    def on_dialog(dialog: Any) -> None:
-        w.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
-    page.on("console", lambda msg: w.console_errors.append(msg.text) if msg.type == "error" else None)
-    try:
-        yield w
-    finally:
-        context.close()
-
-
-def _row_indices(page: Any) -> list[int]:
-    return [int(t) for t in page.locator("a.row-link").all_inner_texts()]
 
 
 def test_the_feedback_filter_in_the_browser(served: tuple[str, FeedbackRuns], watched: Watched) -> None:
