@@ -246,21 +246,17 @@ class OpenAIBackend(BackendBase):
     async def _send_direct(
         self, sender: DirectSender, path: str, body: dict[str, Any], timeout: float
     ) -> Response:
+        import aiohttp  # installed: a sender exists only on the aiohttp transport
+
         try:
             content, headers = await sender.post(path, body, timeout + 1.0)
         except HTTPStatusFailure as exc:
             failure = classify_status(exc.status, exc.body, exc.headers, body)
             failure.message = redact(failure.message, [self._secret, *self._tokens])
             raise failure from None
-        except (asyncio.TimeoutError, OSError, self._aiohttp_errors) as exc:
+        except (asyncio.TimeoutError, OSError, aiohttp.ClientError) as exc:
             raise connection_failure(exc, self.host, timeout) from None
         return _decoded_reply(content, headers)
-
-    @property
-    def _aiohttp_errors(self) -> type[Exception]:
-        import aiohttp
-
-        return aiohttp.ClientError
 
     async def aclose(self) -> None:
         if self.sender is not None:
