@@ -469,15 +469,23 @@ class Figures:
     usage: dict[str, float]
     missing: int
     n_failed: int
-    schema: FrameSchema
+    schema: FrameSchema | None
 
 
 class RunAccumulator:
     """Feed with :meth:`add_row` (every input row, with the target's result) and :meth:`add_result`
     (every (row, evaluator) result), each once and in any order; then :meth:`finish`."""
 
-    def __init__(self, n_rows: int, evaluators: Sequence[str], *, keep: Sequence[str] = ()) -> None:
+    def __init__(
+        self, n_rows: int, evaluators: Sequence[str], *, keep: Sequence[str] = (), columns: bool = True
+    ) -> None:
         self.n_rows = n_rows
+        self.columns = columns
+        """Gather the frame's columns (the SDK's ``metrics``, the rows' schema, the failure count). A
+        run that keeps its rows in memory says False: it renders them with
+        :mod:`~touchstone.engine.frame`, which gives these from the rows, and only the summary,
+        status and usage are asked of the accumulator (:attr:`Figures.metrics` is then empty and
+        :attr:`Figures.schema` None)."""
         self.names = list(evaluators)
         self.inputs = _Group(n_rows, metrics=False, spread=False, leaves=True)
         self.targets = _Group(n_rows, metrics=False, spread=False, leaves=True)
@@ -496,9 +504,11 @@ class RunAccumulator:
         target_error: str | None = None,
     ) -> None:
         """Input row ``i`` (its data as loaded and its file), and the target's outputs or error."""
-        self.inputs.add(i, fr.sdk_input(data, source))
         if target is not None or target_error is not None:
             self.with_target = True
+        if not self.columns:
+            return
+        self.inputs.add(i, fr.sdk_input(data, source))
         if target_error is not None:
             if isinstance(target_error, str) and target_error:
                 self.target_errors += 1
@@ -511,6 +521,11 @@ class RunAccumulator:
     ) -> None:
         """Evaluator ``name``'s result on row ``i``: its flat outputs, whether it failed, its typed
         Scores as lines, and what its model calls used."""
+        self.scores[name].add(i, lines, failed)
+        if usage:
+            self.usage[i, self.names.index(name)] = dict(usage)
+        if not self.columns:
+            return
         if failed:
             extras = self.extras[name]
             for key, value in outputs.items():
@@ -518,9 +533,6 @@ class RunAccumulator:
                     extras[key] = extras.get(key, 0) + 1
         else:
             self.outputs[name].add(i, outputs)
-        self.scores[name].add(i, lines, failed)
-        if usage:
-            self.usage[i, self.names.index(name)] = dict(usage)
         if name in self.kept:
             self.kept[name][i] = None if failed else outputs
 
@@ -546,11 +558,13 @@ class RunAccumulator:
         """The run's figures. ``missing``: (row, evaluator) pairs that had no result (:meth:`missing`,
         asked before an aborted run's unscored pairs are fed as failures); ``aborted``: the run
         stopped early."""
-        for group in (self.inputs, self.targets, *self.outputs.values()):
-            group.finish()
-        metrics = self._metrics(aggregators)
-        for name, figures in corpus.items():
-            metrics.update({f"{name}.{k}": v for k, v in figures.items()})
+        metrics: dict[str, Any] = {}
+        if self.columns:
+            for group in (self.inputs, self.targets, *self.outputs.values()):
+                group.finish()
+            metrics = self._metrics(aggregators)
+            for name, figures in corpus.items():
+                metrics.update({f"{name}.{k}": v for k, v in figures.items()})
         summary = self._summary(infos, options, corpus)
         if aborted:
             status = "aborted"
@@ -564,6 +578,8 @@ class RunAccumulator:
             for k, v in self.usage[key].items():
                 if isinstance(v, (int, float)):
                     usage[k] = usage.get(k, 0) + v
+        if not self.columns:
+            return Figures(metrics, summary, status, usage, missing, 0, None)
         schema = self._schema()
         return Figures(metrics, summary, status, usage, missing, self._n_failed(schema), schema)
 

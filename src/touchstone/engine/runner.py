@@ -51,7 +51,7 @@ from touchstone.engine.executors import (
     direct_inputs,
     make_executor,
 )
-from touchstone.engine.frame import sdk_input, sdk_rows
+from touchstone.engine.frame import Columns, sdk_input, sdk_metrics, sdk_rows
 from touchstone.engine.ray_data import open_dataset, reads_with_ray
 from touchstone.engine.result import EvaluationResult, own_aggregators
 from touchstone.engine.stored_rows import StoredRows
@@ -370,7 +370,7 @@ class _Runner:
         """The target's output or error per row (kept only when a target runs)."""
         self.scores: dict[tuple[int, str], tuple[Outcome, dict[str, Any] | None]] = {}
         """Outcomes produced by this call, on a small run."""
-        self.acc = RunAccumulator(self.n, list(evs), keep=list(own_aggregators(evs)))
+        self.acc = RunAccumulator(self.n, list(evs), keep=list(own_aggregators(evs)), columns=not self.keep)
         self.stored: dict[str, np.ndarray] = {}
         """Per evaluator, the rows whose stored result a resume keeps."""
         self._plans: dict[str, Plan] = {}
@@ -744,19 +744,25 @@ class _Runner:
                 for i in unseen.tolist():
                     self.acc.add_result(name, i, out, True, lines)
         evs = self.evs
+        corpus = self._corpus()
         figures = self.acc.finish(
             {name: ev.info for name, ev in evs.items()},
             {name: ev.aggregator_options() for name, ev in evs.items()},
-            self._corpus(),
+            corpus,
             own_aggregators(evs),
             missing=missing,
             aborted=aborted is not None,
         )
         rows: Sequence[dict[str, Any]]
         n_failed: int | None = None
-        if self.keep:
-            rows = self._rows_in_memory(failures)
+        metrics = figures.metrics
+        if self.keep:  # the rows are here: the SDK's frame gives the metrics from their columns
+            rows, columns = self._rows_in_memory(failures)
+            metrics = sdk_metrics(columns, own_aggregators(evs))
+            for name, values in corpus.items():
+                metrics.update({f"{name}.{k}": v for k, v in values.items()})
         else:
+            assert figures.schema is not None
             rows = StoredRows(
                 self.store, self.ctx.run_id, self.n, figures.schema, records=self.source.records,
                 unscored=lambda name, i: failures.get(name),
@@ -770,7 +776,7 @@ class _Runner:
         run["usage"] = figures.usage
         run["unscored_metrics"] = unscored
         run.update(extra_info or {})
-        return EvaluationResult(rows=rows, metrics=figures.metrics, summary=figures.summary, run=run,
+        return EvaluationResult(rows=rows, metrics=metrics, summary=figures.summary, run=run,
                                 n_failed=n_failed)
 
     def _feed_stored(self) -> None:
@@ -790,8 +796,11 @@ class _Runner:
                 if self.keep:
                     self.scores[idx, name] = (out, usage)
 
-    def _rows_in_memory(self, failures: Mapping[str, Outcome]) -> list[dict[str, Any]]:
-        """The rows of a small run as the SDK's frame makes them (engine/frame.py)."""
+    def _rows_in_memory(
+        self, failures: Mapping[str, Outcome]
+    ) -> tuple[list[dict[str, Any]], dict[str, Columns]]:
+        """The rows of a small run as the SDK's frame makes them (engine/frame.py), and each
+        evaluator's columns."""
         records = self.source.records
         if records is None:
             records = [rec for _, batch in self.source.batches() for rec in batch]
@@ -804,13 +813,12 @@ class _Runner:
         if self.acc.with_target:
             stored = {r.idx: (r.target, r.target_error) for r in self.store.get_rows(self.ctx.run_id)}
             targets = [self.targets.get(i, stored.get(i, (None, None))) for i in range(self.n)]
-        rows, _ = sdk_rows(
+        return sdk_rows(
             [sdk_input(rec.data, rec.source) for rec in records],
             per_eval,
             {name: [o is None or o.failed for o in outs] for name, outs in per_eval.items()},
             targets,
         )
-        return rows
 
     def _corpus(self) -> dict[str, dict[str, float]]:
         """Corpus-level figures of the evaluators that compute them, over the rows they scored: the
