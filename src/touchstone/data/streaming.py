@@ -106,37 +106,45 @@ def check_file(
 
 
 def _jsonl_rows(path: Path) -> Iterator[Record | Problem]:
-    source = str(path)
     with path.open("rb") as fh:
-        for number, line_bytes in enumerate(fh, start=1):
-            if number == 1 and line_bytes.startswith(b"\xef\xbb\xbf"):
-                line_bytes = line_bytes[3:]
-            try:
-                line = line_bytes.decode("utf-8").rstrip("\n")
-            except UnicodeDecodeError as exc:
-                yield Problem(source, number, None,
-                              f"bytes that are not UTF-8 at column {exc.start + 1}; save the file as UTF-8")
-                continue
-            if not line.strip():
-                continue
-            value, problem = _parse_json_line(line, source, number)
+        yield from jsonl_items(fh, str(path))
+
+
+def jsonl_items(lines: Iterable[bytes], source: str, first_line: int = 1) -> Iterator[Record | Problem]:
+    """The rows and problems of JSON lines (each ``bytes`` with or without its newline), the first
+    numbered ``first_line``: a whole file's, or a range of one cut after a newline (the Ray
+    executor's parts, :mod:`touchstone.engine.ray_files`). A UTF-8 byte-order mark is dropped from
+    line 1 only."""
+    for number, line_bytes in enumerate(lines, start=first_line):
+        if number == 1 and line_bytes.startswith(b"\xef\xbb\xbf"):
+            line_bytes = line_bytes[3:]
+        try:
+            line = line_bytes.decode("utf-8").rstrip("\n")
+        except UnicodeDecodeError as exc:
+            yield Problem(source, number, None,
+                          f"bytes that are not UTF-8 at column {exc.start + 1}; save the file as UTF-8")
+            continue
+        if not line.strip():
+            continue
+        value, problem = _parse_json_line(line, source, number)
+        if problem is not None:
+            yield problem
+            continue
+        if not isinstance(value, dict):
+            kind = type(value).__name__
+            yield Problem(source, number, None, f"expected a JSON object, got a JSON {kind}")
+            continue
+        if SURROGATE_ESCAPE.search(line) or line.count("[") + line.count("{") > MAX_DEPTH:
+            problem = _row_problem(value, source, number)
             if problem is not None:
                 yield problem
                 continue
-            if not isinstance(value, dict):
-                kind = type(value).__name__
-                yield Problem(source, number, None, f"expected a JSON object, got a JSON {kind}")
-                continue
-            if SURROGATE_ESCAPE.search(line) or line.count("[") + line.count("{") > MAX_DEPTH:
-                problem = _row_problem(value, source, number)
-                if problem is not None:
-                    yield problem
-                    continue
-            yield Record(value, source, number)
+        yield Record(value, source, number)
 
 
-def _csv_rows(path: Path) -> Iterator[Record | Problem]:
-    source = str(path)
+def _csv_rows(path: Path, source: str | None = None) -> Iterator[Record | Problem]:
+    """A CSV file's rows and problems, named ``source`` (default: the path)."""
+    source = str(path) if source is None else source
     if csv.field_size_limit() < CSV_FIELD_LIMIT:
         csv.field_size_limit(CSV_FIELD_LIMIT)
     with path.open("rb") as raw:
@@ -165,17 +173,21 @@ def _csv_rows(path: Path) -> Iterator[Record | Problem]:
             yield Problem(source, reader.line_num or None, None, f"unreadable CSV: {exc}")
 
 
-def _parquet_rows(path: Path) -> Iterator[Record | Problem]:
+def _parquet_rows(
+    path: Path, groups: Sequence[int] | None = None, first_line: int = 1, source: str | None = None
+) -> Iterator[Record | Problem]:
+    """A Parquet file's rows and problems, named ``source`` (default: the path): its row groups
+    ``groups`` (default: all), the first row numbered ``first_line``."""
     import pyarrow.parquet as pq
 
-    source = str(path)
+    source = str(path) if source is None else source
     try:
         parquet = pq.ParquetFile(path)
     except Exception as exc:
         yield Problem(source, None, None, f"not a readable Parquet file: {exc}")
         return
-    line = 0
-    for group in range(parquet.num_row_groups):  # one row group at a time, in record batches
+    line = first_line - 1
+    for group in range(parquet.num_row_groups) if groups is None else groups:  # in record batches
         for batch in parquet.iter_batches(row_groups=[group], batch_size=BATCH_ROWS):
             for row in batch.to_pylist():
                 line += 1
