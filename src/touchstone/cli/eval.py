@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.progress import (
@@ -172,8 +172,7 @@ def _report(
                       f"at >= {entry['defect_level']:g} "
                       f"(95% CI {lo:.1%}-{hi:.1%}; {entry['n_defects']} of {entry['n']}; "
                       f"{entry['n_failed']} failed)", highlight=False)
-    if out_dir is not None:
-        result.write(out_dir)
+    if out_dir is not None:  # written by evaluate() as the run went
         out.print(f"wrote {markup_safe(out_dir / 'rows.jsonl')} and {markup_safe(out_dir / 'summary.json')}",
                   highlight=False)
     if persistent:
@@ -185,6 +184,19 @@ def _report(
         line = markup_safe(metric.describe())
         err.print(f"[bold red]error:[/] {line}", highlight=False, markup=True, soft_wrap=True)
     return shown
+
+
+def _unwritten(exc: OutputWriteError, evaluators: list[str], run_store: Any) -> NoReturn:
+    """The output files could not be written: before the run (nothing ran: exit 1), or at its end
+    (the summary is shown, the run is stored; only the files are missing: exit 1)."""
+    result = getattr(exc, "result", None)
+    if result is None:
+        raise fail_store(exc) from None
+    unscored = unscored_metrics(evaluators, result.rows, result.summary)
+    _report(result, evaluators, unscored, None, run_store.path, run_store.persistent)
+    err.print(f"[bold red]error:[/] {markup_safe(exc)}; the run is stored as {result.run['id']} "
+              f"(touchstone show {result.run['id']})", highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_GATE) from None
 
 
 def _exit_status(
@@ -441,9 +453,12 @@ def eval_command(
         run_store = open_run_store(store)
         result = _run(selection.data, plan, name, run_store, workers, quiet, **selection.evaluate_options(),
                       **({"target": app_target} if app_target is not None else {}),
-                      **_executor(executor, ray_address), retry_failed="all" if retry_failed else None)
+                      **_executor(executor, ray_address), retry_failed="all" if retry_failed else None,
+                      output_path=out_dir)  # rows.jsonl grows as rows complete
         spending.report_estimate(run_store, result.run["id"], selection)
-    except (StoreConnectionError, StoreError, OutputWriteError) as exc:  # not the input's fault (exit 1)
+    except OutputWriteError as exc:
+        _unwritten(exc, list(plan.evaluators), run_store)
+    except (StoreConnectionError, StoreError) as exc:  # not the input's fault (exit 1)
         raise fail_store(exc) from None
     except KeyboardInterrupt as exc:
         raise _interrupted(exc, data, store) from None
@@ -458,10 +473,5 @@ def eval_command(
 
     evaluators = list(plan.evaluators)
     unscored = unscored_metrics(evaluators, result.rows, result.summary)
-    try:
-        shown = _report(result, evaluators, unscored, out_dir, run_store.path, run_store.persistent)
-    except OutputWriteError as exc:  # the run is stored; only the files are missing
-        err.print(f"[bold red]error:[/] {markup_safe(exc)}; the run is stored as {result.run['id']} "
-                  f"(touchstone show {result.run['id']})", highlight=False, soft_wrap=True)
-        raise typer.Exit(EXIT_GATE) from None
+    shown = _report(result, evaluators, unscored, out_dir, run_store.path, run_store.persistent)
     raise typer.Exit(_exit_status(result, shown, unscored, minimum_values, fail_on_error))

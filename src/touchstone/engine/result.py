@@ -82,22 +82,11 @@ class EvaluationResult(dict[str, Any]):
         beside ``evaluation_results.json`` in a folder: ``rows.jsonl`` (exactly ``result["rows"]``)
         and ``summary.json`` (metrics, summary, run). A path that does not exist and has no suffix is
         made a folder (the command line's ``--out``)."""
-        path = Path(output_path)
-        if not path.is_dir() and (path.suffix or path.exists()):
-            if path.parent != Path("."):
-                try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                except OSError as exc:
-                    raise OutputWriteError(f"cannot create {path.parent}: {describe_os_error(exc)}") from None
-            self._dump_sdk(path)
-            return path
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise OutputWriteError(
-                f"cannot create the output folder {path}: {describe_os_error(exc)}"
-            ) from None
-        self._dump_sdk(path / RESULTS_FILE)
+        folder, sdk_path = output_files(Path(output_path))
+        self._dump_sdk(sdk_path)
+        if folder is None:
+            return sdk_path
+        path = folder
         with _atomic(path / "rows.jsonl") as fh:
             for row in self.rows:
                 fh.write(json_dumps(row, default=str) + "\n")  # C1/bidi as escapes: safe to cat
@@ -117,6 +106,24 @@ class EvaluationResult(dict[str, Any]):
                 fh.write((", " if n else "") + json_dumps(row, default=str))
             fh.write('], "metrics": ' + json_dumps(self.metrics, default=str))
             fh.write(', "studio_url": ' + json_dumps(self.get("studio_url"), default=str) + "}")
+
+
+def output_files(path: Path) -> tuple[Path | None, Path]:
+    """Where :meth:`EvaluationResult.write` puts its files: ``(folder, SDK file)``, the folder None
+    when ``path`` names the SDK file itself; the folder (or the file's parent) is made.
+    :class:`~touchstone.errors.OutputWriteError` when it cannot be."""
+    if not path.is_dir() and (path.suffix or path.exists()):
+        if path.parent != Path("."):
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise OutputWriteError(f"cannot create {path.parent}: {describe_os_error(exc)}") from None
+        return None, path
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputWriteError(f"cannot create the output folder {path}: {describe_os_error(exc)}") from None
+    return path, path / RESULTS_FILE
 
 
 def _dump(doc: Mapping[str, Any], path: Path) -> None:

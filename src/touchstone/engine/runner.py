@@ -54,6 +54,7 @@ from touchstone.engine.executors import (
 from touchstone.engine.frame import Columns, sdk_input, sdk_metrics, sdk_rows
 from touchstone.engine.ray_data import open_dataset, reads_with_ray
 from touchstone.engine.result import EvaluationResult, own_aggregators
+from touchstone.engine.rows_file import RowsFile, open_rows_file
 from touchstone.engine.stored_rows import StoredRows
 from touchstone.errors import (
     ConfigurationError,
@@ -155,6 +156,7 @@ def evaluate(
     runner = _Runner(ctx, source, evs, mappings, target, progress, workers, executor)
     runner.resumed = bool(resume)
     runner.retry = retry if resume else frozenset()
+    runner.rows_file = open_rows_file(output_path)  # written as rows complete (engine/rows_file.py)
     try:
         if _in_running_loop():  # e.g. called from a notebook: run on a private loop in a thread
             _run_in_thread(runner.execute)
@@ -171,8 +173,8 @@ def evaluate(
         # as failed with the cause, and the summary is written before the error reaches the caller.
         result = runner.result(ctx.info, aborted=str(exc))
         _finish(run_store, run_id, result)
-        if output_path is not None:
-            result.write(output_path)
+        if runner.rows_file is not None:
+            runner.rows_file.finish(result)
         exc.result = result  # type: ignore[attr-defined]
         raise
     except BaseException:
@@ -182,8 +184,8 @@ def evaluate(
 
     result = runner.result(ctx.info)
     _finish(run_store, run_id, result)
-    if output_path is not None:
-        result.write(output_path)
+    if runner.rows_file is not None:
+        runner.rows_file.finish(result)
     if fail_on_evaluator_errors and result.n_failed:
         raise EvaluationFailedError(_failure_message(result, run_id), target=ErrorTarget.EVAL_RUN)
     return result
@@ -378,6 +380,8 @@ class _Runner:
         self.retry: frozenset[str] = frozenset()
         """Error kinds of stored failed scores to score again (``"*"``: all)."""
         self._writer: _GroupWriter | None = None
+        self.rows_file: RowsFile | None = None
+        """``output_path``'s files, appended to as rows complete (it watches the store's writes)."""
         self.rows_with_sync = False
         """The CPU-bound pass stores the input rows as it reads them (no target)."""
         self.done = 0
@@ -387,6 +391,8 @@ class _Runner:
         async with AsyncExitStack() as stack:
             for hook in run_hooks():
                 await stack.enter_async_context(hook(self.ctx))
+            if self.rows_file is not None:
+                await stack.enter_async_context(self.rows_file.during(self))
             self.stored = self._stored_results()
             sync = {n: ev for n, ev in self.evs.items() if not ev.is_async}
             asynchronous = {n: ev for n, ev in self.evs.items() if ev.is_async}

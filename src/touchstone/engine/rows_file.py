@@ -1,0 +1,430 @@
+"""``evaluate(output_path=...)``'s files, written while the run goes.
+
+:class:`RowsFile` watches the run store's writes (a thin wrapper around the runner's store reports
+which rows' inputs and which (row, evaluator) results are written), keeps one boolean per row and
+evaluator, and a cursor: the first row not yet complete. About once a second (:data:`TICK_SECONDS`)
+the rows from the last written one up to the cursor are read back from the store a page at a time
+(:class:`~touchstone.engine.stored_rows.StoredRows`' reading and rendering, nothing held but the
+page) and appended, in row order, to ``rows.jsonl`` (which grows in place: a crash leaves whole
+lines of the rows finished so far) and to the SDK file's temporary file. The metrics are known
+only at the end: :meth:`RowsFile.finish` appends the remaining rows, the SDK file's ``metrics``
+(then renames it into place) and writes ``summary.json``.
+
+The SDK's frame renders every row with what all rows hold (columns by first appearance, ints with a
+gap as floats): rows written during the run are rendered with the schema of the rows written so far
+(:class:`_PrefixSchema`, gathered as :class:`~touchstone.engine.accumulate.RunAccumulator` gathers
+it). When the finished run's schema differs from one used on the way (a later row failed, or
+brought a new column), or a small run's rows (rendered from its Outcomes in memory) differ from
+what was written, the files are written again whole from the result: the finished files are always
+exactly what :meth:`~touchstone.engine.result.EvaluationResult.write` writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from touchstone._text import json_dumps
+from touchstone.engine import frame as fr
+from touchstone.engine.accumulate import FrameSchema, GroupSpec, _Group, _group_spec
+from touchstone.engine.result import _UMASK, RESULTS_FILE, EvaluationResult, _atomic, output_files
+from touchstone.engine.stored_rows import PAGE_ROWS, StoredRows
+from touchstone.errors import OutputWriteError, RunAbortedError, describe_os_error
+from touchstone.store import Store, StoredRow
+from touchstone.store.base import PutScoresItem
+
+if TYPE_CHECKING:
+    from touchstone.data.loaders import Record
+
+TICK_SECONDS = 1.0
+"""How often the rows completed since the last write are appended."""
+SCAN_ROWS = 65_536
+"""Rows checked at a time when the cursor moves (so a tick costs what it advances, not the run)."""
+
+_Raw = tuple[int, Mapping[str, Any], str, "Mapping[str, Any] | None", "str | None", Mapping[Any, Any]]
+"""One stored row as StoredRows reads it: index, data, source, target, target error, the page's outputs."""
+
+
+class _PrefixSchema:
+    """The rows' schema over the first rows of the run (fed in order): the columns and their types as
+    :class:`~touchstone.engine.accumulate.RunAccumulator` gathers them, without the metrics' values."""
+
+    def __init__(self, n_rows: int, names: Sequence[str]) -> None:
+        self.inputs = _Group(n_rows, metrics=False, spread=False, leaves=True)
+        self.targets = _Group(n_rows, metrics=False, spread=False, leaves=True)
+        self.outputs = {name: _Group(n_rows, metrics=False, spread=True, leaves=False) for name in names}
+        self.with_target = False
+        self.count = 0
+
+    def add(self, raw: _Raw) -> None:
+        i, data, source, target, target_error, outputs = raw
+        self.inputs.add(i, fr.sdk_input(data, source))
+        if target is not None or target_error is not None:
+            self.with_target = True
+        if target_error is None and target is not None:
+            self.targets.add(i, target)
+        for name, group in self.outputs.items():
+            out, failed = outputs.get((i, name), (None, True))
+            if out is not None and not failed:  # a failed result adds no column (NaN, as missing)
+                group.add(i, out)
+        self.count += 1
+
+    def schema(self) -> FrameSchema:
+        """The schema of the rows fed so far, as if they were the whole run."""
+        n = self.count
+        for group in (self.inputs, self.targets, *self.outputs.values()):
+            group.finish()
+        leaves = not ({"conversation", "messages"} & set(self.inputs.cols))
+        return FrameSchema(
+            _group_spec(self.inputs, n, leaves=leaves),
+            _group_spec(self.targets, n, leaves=leaves) if self.with_target else None,
+            {name: _group_spec(group, n, leaves=False) for name, group in self.outputs.items()},
+        )
+
+
+class _Pages(StoredRows):
+    """:class:`StoredRows`' reading split in two: a page's stored values (:meth:`raw`), then the page
+    rendered with a schema (:meth:`render`)."""
+
+    def __init__(self, store: Store, run_id: str, n_rows: int, names: Sequence[str],
+                 records: Sequence[Record] | None) -> None:
+        empty = FrameSchema(GroupSpec([], frozenset()), None, {})
+        super().__init__(store, run_id, n_rows, empty, records=records)
+        self._capture: list[_Raw] | None = None
+
+    def raw(self, start: int, stop: int) -> list[_Raw]:
+        captured: list[_Raw] = []
+        self._capture = captured
+        try:
+            self._range(start, stop)
+        finally:
+            self._capture = None
+        return captured
+
+    def render(self, page: Iterable[_Raw], schema: FrameSchema) -> list[dict[str, Any]]:
+        self._schema = schema
+        return [self._row(*raw) for raw in page]
+
+    def _row(
+        self, i: int, data: Mapping[str, Any], source: str, target: Mapping[str, Any] | None,
+        target_error: str | None, outputs: Mapping[Any, Any],
+    ) -> dict[str, Any]:
+        if self._capture is not None:
+            self._capture.append((i, data, source, target, target_error, outputs))
+            return {}
+        return super()._row(i, data, source, target, target_error, outputs)
+
+
+class _WatchedStore:
+    """The run store, telling :class:`RowsFile` what each ``put_rows`` / ``put_scores`` wrote (after
+    it is written, from whichever thread writes it); everything else passes through."""
+
+    def __init__(self, store: Store, owner: RowsFile) -> None:
+        self._store, self._owner = store, owner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def put_rows(self, run_id: str, rows: Iterable[StoredRow]) -> None:
+        rows = list(rows)
+        self._store.put_rows(run_id, rows)
+        self._owner.written(None, [r.idx for r in rows])
+
+    def put_scores(self, run_id: str, evaluator: str, scores: Iterable[PutScoresItem]) -> None:
+        scores = list(scores)
+        self._store.put_scores(run_id, evaluator, scores)
+        self._owner.written(evaluator, [s[0] for s in scores])
+
+
+class RowsFile:
+    """The output files of one run (``output_path`` as :meth:`EvaluationResult.write` reads it),
+    written as rows complete. Use :meth:`during` around the run, then :meth:`finish` with its result
+    (or nothing: a run that failed keeps ``rows.jsonl`` as far as it got)."""
+
+    def __init__(self, output_path: str | os.PathLike[str]) -> None:
+        self.path = Path(output_path)
+        self.folder: Path | None = None
+        self.sdk_path = self.path
+        self.broken = False
+        """A write failed during the run: :meth:`finish` writes the files from the result instead."""
+        self._lock = threading.Lock()
+        self._reports: list[tuple[str | None, list[int]]] = []
+        self._rows_fh: IO[str] | None = None
+        self._rows_tmp: Path | None = None
+        self._sdk_fh: IO[str] | None = None
+        self._sdk_tmp: Path | None = None
+        self._used: list[FrameSchema] = []
+        self._hash = hashlib.blake2b()
+        self.done = 0
+        """Rows written so far (the cursor)."""
+        self._scan = 0
+        self.during_run = 0
+        """Rows written while the run went (the rest were written by :meth:`finish`)."""
+
+    # ------------------------------------------------------------------ during the run
+    @contextlib.asynccontextmanager
+    async def during(self, runner: Any) -> AsyncIterator[None]:
+        """Watch ``runner``'s store writes and append completed rows every :data:`TICK_SECONDS`."""
+        raw_store: Store = runner.store
+        self._start(raw_store, runner)
+        runner.store = cast(Store, _WatchedStore(raw_store, self))
+        task = asyncio.create_task(self._every())
+        try:
+            yield
+        except RunAbortedError:
+            raise  # the result is still written (finish)
+        except BaseException:
+            self.abandon()
+            raise
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            runner.store = raw_store
+
+    def _start(self, store: Store, runner: Any) -> None:
+        self._store, self._run_id, self.n = store, runner.ctx.run_id, runner.n
+        self._names = list(runner.evs)
+        self._verify = bool(runner.keep)  # its rows come from Outcomes in memory: compared at the end
+        self._pages = _Pages(store, self._run_id, self.n, self._names, runner.source.records)
+        self._prefix = _PrefixSchema(self.n, self._names)
+        self._runner = runner
+        self._masks: dict[str, np.ndarray] | None = None  # made on the first tick (runner.stored is known)
+        self._inputs = np.zeros(self.n, dtype=bool)
+        if runner.resumed:  # rows stored by the run resumed count as done
+            for start in range(0, self.n, PAGE_ROWS * 5):
+                for (idx,) in store.fetch_all(
+                    "SELECT idx FROM rows WHERE run_id = ? AND idx >= ? AND idx < ?",
+                    (self._run_id, start, start + PAGE_ROWS * 5),
+                ):
+                    if 0 <= idx < self.n:
+                        self._inputs[idx] = True
+        self.folder, self.sdk_path = output_files(self.path)  # OutputWriteError before anything is scored
+        self._open_files()
+
+    def written(self, evaluator: str | None, indices: list[int]) -> None:
+        """The store wrote these rows' inputs (``evaluator`` None) or results (any thread)."""
+        with self._lock:
+            self._reports.append((evaluator, indices))
+
+    async def _every(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            try:
+                await self.tick()
+            except Exception:  # a full disk, a lost folder: the files are written at the end instead
+                self._break()
+                return
+
+    async def tick(self) -> None:
+        """Append the rows completed since the last tick, a page at a time."""
+        if self._masks is None:
+            stored = self._runner.stored
+            if not stored:  # the run has not started scoring
+                return
+            self._masks = {name: stored[name].copy() for name in self._names}
+        with self._lock:
+            reports, self._reports = self._reports, []
+        for name, indices in reports:
+            mask = self._inputs if name is None else self._masks.get(name)
+            if mask is not None and indices:
+                mask[np.asarray(indices, dtype=np.int64)] = True
+        stop = self._complete()
+        while self.done < stop:
+            end = min(stop, self.done + PAGE_ROWS)
+            page = self._pages.raw(self.done, end)
+            for raw in page:
+                self._prefix.add(raw)
+            schema = self._prefix.schema()
+            self._emit(self._pages.render(page, schema), schema)
+            await asyncio.sleep(0)  # the loop goes on between pages
+
+    def _complete(self) -> int:
+        """The first row from the cursor on whose inputs or some result are not stored yet."""
+        pos = self._scan
+        while pos < self.n:
+            end = min(self.n, pos + SCAN_ROWS)
+            ok = self._inputs[pos:end].copy()
+            for mask in (self._masks or {}).values():
+                ok &= mask[pos:end]
+            missing = np.flatnonzero(~ok)
+            if len(missing):
+                pos += int(missing[0])
+                break
+            pos = end
+        self._scan = pos
+        return pos
+
+    # ------------------------------------------------------------------ files
+    def _open_files(self) -> None:
+        if self.folder is not None:
+            _remove_stale(self.folder, "rows.jsonl")
+            self._rows_tmp, self._rows_fh = _temporary(self.folder / "rows.jsonl")
+        _remove_stale(self.sdk_path.parent, self.sdk_path.name)
+        self._sdk_tmp, self._sdk_fh = _temporary(self.sdk_path)
+        self._sdk_fh.write('{"rows": [')
+
+    def _emit(self, rows: Sequence[dict[str, Any]], schema: FrameSchema | None) -> None:
+        """Append rows (rendered) to both files."""
+        if not rows:
+            return
+        lines = [json_dumps(row, default=str) for row in rows]  # C1/bidi as escapes: safe to cat
+        text = "\n".join(lines) + "\n"
+        if self._rows_fh is not None:
+            self._rows_fh.write(text)
+            self._rows_fh.flush()  # whole lines reach the file: a crash keeps them
+            if self._rows_tmp is not None and self.folder is not None:  # the first rows: now the file
+                os.replace(self._rows_tmp, self.folder / "rows.jsonl")
+                self._rows_tmp = None
+        assert self._sdk_fh is not None
+        self._sdk_fh.write((", " if self.done else "") + ", ".join(lines))
+        if self._verify:
+            self._hash.update(text.encode())
+        if schema is not None and (not self._used or self._used[-1] != schema):
+            self._used.append(schema)
+        self.done += len(rows)
+
+    def _break(self) -> None:
+        self.broken = True
+        self._close(keep_rows=True)
+
+    def abandon(self) -> None:
+        """The run failed: ``rows.jsonl`` keeps the rows written so far, the SDK file is not made."""
+        self._close(keep_rows=True)
+
+    def _close(self, *, keep_rows: bool) -> None:
+        for fh in (self._rows_fh, self._sdk_fh):
+            if fh is not None:
+                with contextlib.suppress(OSError):
+                    fh.close()
+        self._rows_fh = self._sdk_fh = None
+        for tmp in (self._rows_tmp, self._sdk_tmp):
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+        self._rows_tmp = self._sdk_tmp = None
+
+    # ------------------------------------------------------------------ the end
+    def finish(self, result: EvaluationResult) -> Path:
+        """Complete the files from the finished run's ``result``; returns the SDK file's path. An
+        :class:`~touchstone.errors.OutputWriteError` carries the result (``exc.result``): the run is
+        stored, only its files are missing."""
+        self.during_run = self.done
+        try:
+            if self.broken or self._sdk_fh is None:
+                self._close(keep_rows=True)
+                return result.write(self.path)
+            try:
+                return self._finish(result)
+            except OSError as exc:
+                self._close(keep_rows=True)
+                raise OutputWriteError(f"cannot write {self.sdk_path}: {describe_os_error(exc)}") from None
+        except OutputWriteError as exc:
+            exc.result = result  # type: ignore[attr-defined]
+            raise
+
+    def _finish(self, result: EvaluationResult) -> Path:
+        rows = result.rows
+        tail = self.done
+        for start in range(tail, self.n, PAGE_ROWS):  # the rest's columns: the whole run's schema
+            for raw in self._pages.raw(start, min(self.n, start + PAGE_ROWS)):
+                self._prefix.add(raw)
+        final = self._prefix.schema()
+        if any(schema != final for schema in self._used) or not self._same_text(rows):
+            self._restart()
+        for start in range(self.done, len(rows), PAGE_ROWS):
+            self._emit(rows[start : start + PAGE_ROWS], None)
+        assert self._sdk_fh is not None and self._sdk_tmp is not None
+        self._sdk_fh.write('], "metrics": ' + json_dumps(result.metrics, default=str))
+        self._sdk_fh.write(', "studio_url": ' + json_dumps(result.get("studio_url"), default=str) + "}")
+        _seal(self._sdk_fh)
+        self._sdk_fh = None
+        os.replace(self._sdk_tmp, self.sdk_path)
+        self._sdk_tmp = None
+        if self.folder is None:
+            return self.sdk_path
+        assert self._rows_fh is not None
+        _seal(self._rows_fh)
+        self._rows_fh = None
+        if self._rows_tmp is not None:
+            os.replace(self._rows_tmp, self.folder / "rows.jsonl")
+            self._rows_tmp = None
+        with _atomic(self.folder / "summary.json") as fh:
+            fh.write(json_dumps(result.summary_document(), indent=2, default=str))
+        return self.folder / RESULTS_FILE
+
+    def _same_text(self, rows: Sequence[dict[str, Any]]) -> bool:
+        """A small run's rows (a list, from its Outcomes in memory) give the text written from the
+        store (values the store keeps as text, such as a numpy integer, would not)."""
+        if not self._verify or not isinstance(rows, list) or not self.done:
+            return True
+        check = hashlib.blake2b()
+        for start in range(0, self.done, PAGE_ROWS):
+            lines = [json_dumps(row, default=str) for row in rows[start : min(self.done, start + PAGE_ROWS)]]
+            check.update(("\n".join(lines) + "\n").encode())
+        return check.digest() == self._hash.digest()
+
+    def _restart(self) -> None:
+        """Write both files again from the first row (the old ``rows.jsonl`` stays until the new one
+        is whole)."""
+        assert self._sdk_fh is not None
+        self._sdk_fh.seek(0)
+        self._sdk_fh.truncate()
+        self._sdk_fh.write('{"rows": [')
+        if self.folder is not None:
+            if self._rows_fh is not None:
+                self._rows_fh.close()
+            if self._rows_tmp is not None:
+                self._rows_tmp.unlink()
+            self._rows_tmp, self._rows_fh = _temporary(self.folder / "rows.jsonl")
+        self.done = 0
+        self._verify = False
+        self._used = []
+
+
+def _temporary(path: Path) -> tuple[Path, IO[str]]:
+    """A new file beside ``path`` (named after it and this process), open for writing."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    os.chmod(name, 0o666 & ~_UMASK)  # as open() would have made it (mkstemp makes it private)
+    return Path(name), os.fdopen(fd, "w", encoding="utf-8")
+
+
+def _seal(fh: IO[str]) -> None:
+    fh.flush()
+    os.fsync(fh.fileno())
+    fh.close()
+
+
+def _remove_stale(folder: Path, name: str) -> None:
+    """Temporary files of ``name`` left by a process that no longer runs (a run killed mid-way)."""
+    with contextlib.suppress(OSError):
+        for tmp in folder.glob(f".{name}.*.tmp"):
+            pid = tmp.name[len(name) + 2 :].split(".", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process
+    return True
+
+
+def open_rows_file(output_path: str | os.PathLike[str] | None) -> RowsFile | None:
+    """A :class:`RowsFile` for ``evaluate(output_path=...)``, or None without an output path
+    (nothing is watched then)."""
+    return None if output_path is None else RowsFile(output_path)
