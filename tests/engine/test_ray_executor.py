@@ -224,14 +224,18 @@ def test_file_input_read_by_ray_data_same_as_local(
     suffix: str, streamed: bool,
 ) -> None:
     """A file path under the Ray executor is read by Ray Data in the cluster (the driver's loader is
-    never called) and parsed by the project's rules: the local run's rows, metrics and summary, row
+    never called) in several parts (JSON lines: byte ranges; a streamed Parquet file: row groups;
+    CSV: one part) and parsed by the project's rules: the local run's rows, metrics and summary, row
     for row, for a file loaded whole and for one streamed (the threshold lowered to 0 for both)."""
     import logging
+    import re
 
     from touchstone.data import streaming
     from touchstone.engine import ray_data, ray_files, runner
 
-    monkeypatch.setattr(ray_files, "BLOCK_ROWS", 100)  # several blocks: their order is the file's
+    monkeypatch.setattr(ray_files, "BLOCK_BYTES", 20_000)  # several blocks: their order is the file's
+    monkeypatch.setattr(ray_files, "MIN_RANGE_BYTES", 8192)  # parts of 8 kB: several per file
+    monkeypatch.setattr(ray_files, "MAX_RANGE_BYTES", 8192)
     if streamed:
         monkeypatch.setattr(streaming, "STREAM_MIN_BYTES", 0)
     path = tmp_path / f"rows{suffix}"
@@ -258,7 +262,14 @@ def test_file_input_read_by_ray_data_same_as_local(
         remote = evaluate(data=str(path), evaluators=evs(), store=tmp_path / "b.db",
                           executor=RayExecutor(address=cluster))
     ours = [r.getMessage() for r in caplog.records if r.name == "touchstone.engine.ray_files"]
-    assert ours == [f"read by Ray Data: {path} (700 rows, 7 blocks)"]
+    assert len(ours) == 1
+    found = re.fullmatch(rf"read by Ray Data: {re.escape(str(path))} \(700 rows, (\d+) parts, (\d+) blocks\)",
+                         ours[0])
+    assert found is not None
+    parts, blocks = int(found[1]), int(found[2])
+    split = suffix == ".jsonl" or (suffix == ".parquet" and streamed)
+    assert parts > 3 if split else parts == 1
+    assert blocks >= max(7, parts)
     assert mapped  # the CPU metrics ran in map_batches over the file's dataset
     assert list(remote.rows) == list(local.rows)
     assert remote.metrics == local.metrics
@@ -269,10 +280,15 @@ def test_file_input_read_by_ray_data_same_as_local(
 def test_file_problems_named_as_a_local_run_names_them(
     cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: bool
 ) -> None:
-    """A bad file read by Ray Data fails before anything is scored (no run stored) with the local
-    run's problems: the file, the line, the field and what was expected."""
+    """A bad file read by Ray Data in several parts fails before anything is scored (no run stored)
+    with the local run's problems: the file, the line, the field and what was expected; among them
+    a JSON lines file cut in tiny ranges with a BOM, CRLF lines, blank lines, multi-byte characters
+    across the cuts, bad lines in a middle range and no final newline."""
     from touchstone.data import streaming
+    from touchstone.engine import ray_files
 
+    monkeypatch.setattr(ray_files, "MIN_RANGE_BYTES", 300)
+    monkeypatch.setattr(ray_files, "MAX_RANGE_BYTES", 300)
     if streamed:
         monkeypatch.setattr(streaming, "STREAM_MIN_BYTES", 0)
     rows = text_rows(40, seed=3)
@@ -286,7 +302,14 @@ def test_file_problems_named_as_a_local_run_names_them(
     broken.write_text("\n".join(lines) + "\n")
     csv_file = tmp_path / "cells.csv"
     csv_file.write_text("query,response,ground_truth\nq,a,a\nq,b,b,extra\n")
-    for path in (missing, broken, csv_file):
+    tricky = tmp_path / "tricky.jsonl"
+    lines = [json.dumps({**row, "response": f"{'x' * (i % 5)}é€😀中 {row['response']}"}, ensure_ascii=False)
+             for i, row in enumerate(text_rows(40, seed=5))]
+    lines[3:3] = ["", "  ", "\t"]
+    lines[21], lines[24], lines[26] = '{"response": "cut', '"a string"', lines[26].replace("é", "\\ud800", 1)
+    tricky.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode())
+    assert tricky.stat().st_size > 6 * 300
+    for path in (missing, broken, tricky, csv_file):
         caught = {}
         for kind, executor in (("local", None), ("ray", RayExecutor(address=cluster))):
             with pytest.raises(InputValidationError) as exc:
@@ -296,6 +319,8 @@ def test_file_problems_named_as_a_local_run_names_them(
         assert caught["ray"].problems == caught["local"].problems
         assert str(caught["ray"]) == str(caught["local"])
         assert all(p.source == str(path) and p.line for p in caught["ray"].problems)
+        if path == tricky:
+            assert [p.line for p in caught["ray"].problems] == [22, 25, 27]
     assert caught["ray"].problems[0].line == 3
     for executor in (None, RayExecutor(address=cluster)):  # named on the driver, before Ray reads
         with pytest.raises(InputValidationError, match="file not found"):
