@@ -56,6 +56,7 @@ from touchstone.engine.ray_data import open_dataset, reads_with_ray
 from touchstone.engine.result import EvaluationResult, own_aggregators
 from touchstone.engine.rows_file import RowsFile, open_rows_file
 from touchstone.engine.stored_rows import StoredRows
+from touchstone.engine.stored_targets import StoredTargets, TargetResult
 from touchstone.errors import (
     ConfigurationError,
     EvaluatorFailedError,
@@ -368,8 +369,10 @@ class _Runner:
         self.workers = workers
         self.keep = self.n <= ROWS_IN_MEMORY
         """Small run: Outcomes kept for the rows of the result (a list, as the SDK gives)."""
-        self.targets: dict[int, tuple[dict[str, Any] | None, str | None]] = {}
-        """The target's output or error per row (kept only when a target runs)."""
+        self.targets: StoredTargets | dict[int, TargetResult] = (
+            StoredTargets(ctx.store, ctx.run_id) if target is not None else {}
+        )
+        """The target's output or error per row (in the store, read back a page at a time)."""
         self.scores: dict[tuple[int, str], tuple[Outcome, dict[str, Any] | None]] = {}
         """Outcomes produced by this call, on a small run."""
         self.acc = RunAccumulator(self.n, list(evs), keep=list(own_aggregators(evs)), columns=not self.keep)
