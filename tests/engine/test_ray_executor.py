@@ -233,7 +233,7 @@ def test_file_input_read_by_ray_data_same_as_local(
     from touchstone.data import streaming
     from touchstone.engine import ray_data, ray_files, runner
 
-    monkeypatch.setattr(ray_files, "BLOCK_BYTES", 20_000)  # several blocks: their order is the file's
+    monkeypatch.setattr(ray_files, "BLOCK_BYTES", 10_000)  # several blocks: their order is the file's
     monkeypatch.setattr(ray_files, "MIN_RANGE_BYTES", 8192)  # parts of 8 kB: several per file
     monkeypatch.setattr(ray_files, "MAX_RANGE_BYTES", 8192)
     if streamed:

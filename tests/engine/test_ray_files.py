@@ -22,12 +22,19 @@ from touchstone.errors import InputValidationError, Problem
 
 
 def read_in_ranges(path: Path, part_bytes: int) -> tuple[list[dict[str, Any]], list[Record | Problem]]:
-    """The parts of ``path`` and their items, as ``read_file_dataset``'s tasks make them."""
+    """The parts of ``path`` and their items, as ``read_file_dataset``'s tasks make them, read back
+    from the blocks they make (each part's first row index checked against the rows before it)."""
     size = path.stat().st_size
     spans = [ray_files.scan_range(str(path), start, min(start + part_bytes, size), size)
              for start in range(0, size, part_bytes)]
     parts = ray_files.jsonl_parts(spans)
-    items = [item for part in parts for item in ray_files.part_items(part, str(path), str(path))]
+    items: list[Record | Problem] = []
+    for part in parts:
+        assert part["row"] == len(items)
+        for block in ray_files.read_parts({"part": [json.dumps(part)]}, str(path), str(path), 3):
+            n = len(block[ray_files.LINE])
+            assert list(block[ray_files.ROW_INDEX]) == list(range(len(items), len(items) + n))
+            items.extend(ray_files.block_items(block, str(path)))
     return parts, items
 
 
@@ -118,7 +125,8 @@ def test_parquet_parts_by_row_groups(tmp_path: Path) -> None:
         items = [i for part in parts for i in ray_files.part_items(part, str(path), str(path))]
         assert items == expected
         assert sum(len(p["groups"]) for p in parts) == 6
-    assert len(ray_files._parquet_parts(path, 1)) == 6
+    assert [(p["line"], p["row"]) for p in ray_files._parquet_parts(path, 1)] == [
+        (1 + 40 * k, 40 * k) for k in range(6)]
     assert len(ray_files._parquet_parts(path, 10**9)) == 1
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(b"not parquet")

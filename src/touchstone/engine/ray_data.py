@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 from collections.abc import AsyncIterator, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from touchstone.data.loaders import Record, load_records
@@ -26,14 +27,12 @@ from touchstone.data.mapping import Ref
 from touchstone.data.streaming import BATCH_ROWS, RowSource, data_digest
 from touchstone.data.validation import Validation
 from touchstone.engine.executors import Plan, WireRow, direct_inputs, score_wire
-from touchstone.engine.ray_files import RECORD, is_file_path, read_file_dataset
+from touchstone.engine.ray_files import RECORD, ROW_INDEX, block_items, is_file_path, read_file_dataset
 from touchstone.errors import InputValidationError, Problem
 from touchstone.evaluators.base import Evaluator
 
 SOURCE = "<ray dataset>"
 """How the rows of a dataset are named in problems and results."""
-ROW_INDEX = "__touchstone_row__"
-"""The column holding each row's index in the run (added when the dataset is opened)."""
 
 
 def reads_with_ray(data: Any, executor: Any) -> bool:
@@ -54,32 +53,35 @@ def is_ray_dataset(data: Any) -> bool:
 
 
 class DatasetSource(RowSource):
-    """The rows of a materialised Ray Dataset, read again in batches each time they are needed."""
+    """The rows of a materialised Ray Dataset, read again in batches each time they are needed
+    (``source``: how its rows are named, a file's name for a file read by Ray Data)."""
 
-    def __init__(self, dataset: Any, n_rows: int, digest: str) -> None:
-        self.dataset, self.n_rows, self.digest = dataset, n_rows, digest
+    def __init__(self, dataset: Any, n_rows: int, digest: str, source: str = SOURCE) -> None:
+        self.dataset, self.n_rows, self.digest, self.source = dataset, n_rows, digest, source
 
     def batches(self, batch_rows: int | None = None) -> Iterator[tuple[int, list[Record]]]:
         start = 0
         for frame in self.dataset.iter_batches(batch_size=batch_rows or BATCH_ROWS, batch_format="pandas"):
             if len(frame) == 0:
                 continue
-            records = frame_records(frame, start)
+            records = frame_records(frame, start, self.source)
             yield start, records
             start += len(records)
 
 
-def frame_records(frame: Any, start: int) -> list[Record]:
+def frame_records(frame: Any, start: int, source: str = SOURCE) -> list[Record]:
     """A batch's rows as records, numbered from ``start + 1`` in the whole dataset; its problems
-    (values a row cannot hold) as an :class:`InputValidationError` numbered the same way."""
-    if ROW_INDEX in frame.columns:
-        frame = frame.drop(columns=[ROW_INDEX])
-    if RECORD in frame.columns:  # a file's rows, parsed as a local run parses them (ray_files.py)
-        items = [pickle.loads(blob) for blob in frame[RECORD]]
+    (values a row cannot hold) as an :class:`InputValidationError` numbered the same way. A file's
+    rows (ray_files.py) keep their lines and are named ``source``, with the reading problems found
+    in the file."""
+    if RECORD in frame.columns:  # a file's rows, parsed as a local run parses them
+        items = block_items(frame, source)
         problems = [item for item in items if isinstance(item, Problem)]
         if problems:
             raise InputValidationError(problems)
-        return list(items)
+        return [item for item in items if isinstance(item, Record)]
+    if ROW_INDEX in frame.columns:
+        frame = frame.drop(columns=[ROW_INDEX])
     try:
         records = load_records(frame)
     except InputValidationError as exc:
@@ -102,11 +104,15 @@ def open_dataset(
     """The rows of ``dataset`` checked for ``evaluators`` in one pass over its batches (every problem
     of every batch, as a file's), before anything is scored. ``dataset`` may also be a file path
     (with the Ray ``executor``, which names the cluster): Ray Data reads it (:mod:`ray_files`)."""
-    if is_file_path(dataset):
-        dataset = read_file_dataset(dataset, getattr(executor, "address", None))
-    # rows in their order on every pass (Ray Data may otherwise yield blocks as they finish)
-    dataset.context.execution_options.preserve_order = True
-    materialized = with_row_index(dataset.materialize())
+    source = SOURCE
+    if is_file_path(dataset):  # read in parts, its rows numbered by the parts' tasks
+        source = str(Path(dataset))
+        materialized = read_file_dataset(dataset, getattr(executor, "address", None))
+    else:
+        # rows in their order on every pass (Ray Data may otherwise yield blocks as they finish)
+        dataset.context.execution_options.preserve_order = True
+        materialized = with_row_index(dataset.materialize())
+    materialized.context.execution_options.preserve_order = True
     problems: list[Problem] = []
     check = Validation(evaluators, mappings, has_target)
     counted = [0]
@@ -117,7 +123,7 @@ def open_dataset(
             if len(frame) == 0:
                 continue
             try:
-                batch = frame_records(frame, start)
+                batch = frame_records(frame, start, source)
             except InputValidationError as exc:
                 problems.extend(exc.problems)
                 start += len(frame)
@@ -135,7 +141,7 @@ def open_dataset(
     if counted[0] == 0:
         raise InputValidationError([Problem(SOURCE, None, None, "no rows: the dataset is empty")])
     check.finish()
-    return DatasetSource(materialized, counted[0], digest)
+    return DatasetSource(materialized, counted[0], digest, source)
 
 
 def with_row_index(materialized: Any) -> Any:

@@ -5,9 +5,12 @@ tasks in the cluster, not on the driver. Ray's own JSON and CSV readers would gi
 local run (Arrow's types for mixed columns, its CSV quoting and empty cells, no line numbers in their
 errors), so each part of the file is parsed by the same functions a local run uses
 (:mod:`touchstone.data.streaming`, :mod:`touchstone.data.loaders`): the same rows with the same
-types, the same problems with the same lines and messages. Each row travels pickled, as its
-:class:`~touchstone.data.loaders.Record` (or a :class:`~touchstone.errors.Problem`), in one column
-(:data:`RECORD`), in blocks of at most :data:`BLOCK_BYTES`, the parts' blocks in the file's order.
+types, the same problems with the same lines and messages. Each row travels as its data, pickled (or
+its :class:`~touchstone.errors.Problem`), in one column (:data:`RECORD`), beside its line
+(:data:`LINE`) and its index in the run (:data:`ROW_INDEX`), in blocks of at most
+:data:`BLOCK_BYTES`, the parts' blocks in the file's order; the file's name is not repeated on every
+row (the driver knows it). A part knows the index of its first row, so the dataset needs no second
+pass to number its rows.
 
 How a file is cut into parts (one Ray Data task each, run in parallel; a task holds its part's bytes
 and one block of rows, never the file):
@@ -15,8 +18,8 @@ and one block of rows, never the file):
 * **JSON lines** (``.jsonl``, and any file a local run reads as JSON lines): byte ranges of about
   :func:`range_bytes` each, cut just after a newline. A newline byte never occurs inside a multi-byte
   UTF-8 character, so a cut never splits one, and a CRLF line keeps its ``\\r`` as a local run's does.
-  A first pass of Ray tasks finds each range's cuts and counts its newlines (a few reads of a few
-  bytes, then ``bytes.count``), so each range knows the number of its first line; each is then
+  A first pass of Ray tasks finds each range's cuts and counts its newlines and its rows (the lines
+  that are not blank), so each range knows the number of its first line and row; each is then
   parsed by the streaming reader's rules (:func:`~touchstone.data.streaming.jsonl_items`), whose rows
   and problems, line by line, are also those of a file loaded whole. What a file loaded whole checks
   of the file as a whole is checked by the driver: its first bytes (UTF-16, gzip, zip), and, when no
@@ -52,7 +55,11 @@ from touchstone.data.loaders import _NOT_TEXT, Record, _check_regular_file
 from touchstone.errors import InputValidationError, Problem
 
 RECORD = "__touchstone_record__"
-"""The column holding each row's pickled Record (or a reading Problem) in a file's dataset."""
+"""The column holding each row's pickled data (or a reading Problem) in a file's dataset."""
+LINE = "__touchstone_line__"
+"""The column holding each row's line in the file (its row number for Parquet)."""
+ROW_INDEX = "__touchstone_row__"
+"""The column holding each row's index in the run (a dataset's rows get it when the run opens it)."""
 BLOCK_BYTES = 4 << 20
 """Largest block a part's task produces (Ray Data's ``target_max_block_size`` while the file is
 read): a task holds one, and the metrics' map_batches runs over the blocks in parallel."""
@@ -86,8 +93,8 @@ def range_bytes(size: int, cpus: float) -> int:
 def read_file_dataset(
     path: str | os.PathLike[str], address: str | None = None, *, part_bytes: int | None = None
 ) -> Any:
-    """A Ray Dataset of the file's rows in their order, one pickled Record or Problem per row
-    (:data:`RECORD`), read in parts (of about ``part_bytes``; default :func:`range_bytes`) by Ray Data
+    """A materialised Ray Dataset of the file's rows in their order (:data:`RECORD`, :data:`LINE`,
+    :data:`ROW_INDEX`), read in parts (of about ``part_bytes``; default :func:`range_bytes`) by Ray Data
     in the cluster at ``address`` (connected if need be) and parsed as a local run parses the file.
     Raises :class:`InputValidationError` for what a local run finds wrong with the file as a whole."""
     from touchstone.engine.ray_executor import connect
@@ -108,7 +115,7 @@ def read_file_dataset(
     elif kind == "parquet":
         parts = _parquet_parts(file, part_bytes)
     else:  # CSV (streamed by one task) or a file loaded whole
-        parts = [{"kind": kind, "suffix": file.suffix}]
+        parts = [{"kind": kind, "suffix": file.suffix, "row": 0}]
     if not parts:  # an empty file: nothing for Ray to read
         raise InputValidationError([_no_rows(file, kind, streamed)])
     rows = [{"part": json.dumps(part)} for part in parts]
@@ -173,29 +180,46 @@ def _only_whitespace(file: Path) -> bool:
 
 
 # ------------------------------------------------------------------ JSON lines: byte ranges
-def jsonl_parts(spans: Iterable[tuple[int, int, int]]) -> list[dict[str, Any]]:
+def jsonl_parts(spans: Iterable[tuple[int, int, int, int]]) -> list[dict[str, Any]]:
     """The parts of a JSON lines file from its ranges' :func:`scan_range` (in the file's order), each
-    with the number of its first line; a range with no line starting in it is left out."""
+    with the number of its first line and the index of its first row; a range with no line starting
+    in it is left out."""
     parts: list[dict[str, Any]] = []
-    line = 1
-    for first, last, newlines in spans:
+    line, row = 1, 0
+    for first, last, newlines, rows in spans:
         if last > first:  # empty when a line is longer than a range: its start is in an earlier range
-            parts.append({"kind": "jsonl", "start": first, "end": last, "line": line})
-        line += newlines
+            parts.append({"kind": "jsonl", "start": first, "end": last, "line": line, "row": row})
+        line, row = line + newlines, row + rows
     return parts
 
 
-def scan_range(path: str, start: int, end: int, size: int) -> tuple[int, int, int]:
+def scan_range(path: str, start: int, end: int, size: int) -> tuple[int, int, int, int]:
     """The range of whole lines that starts in ``[start, end)`` (its first and last byte positions,
-    each just after a newline or at an end of the file) and the number of newlines in it."""
+    each just after a newline or at an end of the file), the number of newlines in it and the number
+    of rows and problems its lines give (:func:`~touchstone.data.streaming.jsonl_items` leaves out
+    only blank lines)."""
     with open(path, "rb") as fh:
         first, last = _line_start(fh, start, size), _line_start(fh, end, size)
         fh.seek(first)
-        newlines, left = 0, last - first
-        while left > 0 and (chunk := fh.read(min(SCAN_BYTES, left))):
-            newlines += chunk.count(b"\n")
-            left -= len(chunk)
-    return first, last, newlines
+        chunk = fh.read(last - first)
+    return first, last, chunk.count(b"\n"), _not_blank(chunk, first == 0)
+
+
+def _not_blank(chunk: bytes, first_line: bool) -> int:
+    """The lines of ``chunk`` that are not blank as :func:`~touchstone.data.streaming.jsonl_items`
+    reads them (bytes that are not UTF-8 count: they are a problem)."""
+    lines = chunk.split(b"\n")
+    if first_line and lines[0].startswith(_BOM):
+        lines[0] = lines[0][3:]
+    n = 0
+    for line in lines:
+        if not line.strip():  # ASCII whitespace only: blank (the common case, checked at C speed)
+            continue
+        try:
+            n += bool(line.decode("utf-8").strip())  # str.strip also drops \x1c-\x1f, NBSP...
+        except UnicodeDecodeError:
+            n += 1
+    return n
 
 
 def _line_start(fh: BinaryIO, offset: int, size: int) -> int:
@@ -233,24 +257,24 @@ def _parquet_parts(file: Path, part_bytes: int) -> list[dict[str, Any]]:
     held = 0
     for group in range(meta.num_row_groups):
         info = meta.row_group(group)
-        if groups and held + info.total_byte_size > part_bytes:
-            parts.append({"kind": "parquet", "groups": groups, "line": first})
+        if groups and held + info.total_byte_size > part_bytes:  # each row a row or a problem
+            parts.append({"kind": "parquet", "groups": groups, "line": first, "row": first - 1})
             groups, held, first = [], 0, line
         groups.append(group)
         held += info.total_byte_size
         line += info.num_rows
     if groups:
-        parts.append({"kind": "parquet", "groups": groups, "line": first})
+        parts.append({"kind": "parquet", "groups": groups, "line": first, "row": first - 1})
     return parts
 
 
 # ------------------------------------------------------------------ in the tasks
 def read_parts(batch: dict[str, Any], path: str, name: str, block_rows: int) -> Iterator[dict[str, Any]]:
-    """``map_batches``' function: each part of the file (``part`` column, JSON) as its rows in
-    blocks of at most ``block_rows``, pickled in order, each problem in its row's place."""
+    """``map_batches``' function: each part of the file (``part`` column, JSON) as its rows, at most
+    ``block_rows`` at a time, in order, each problem in its row's place."""
     for text in batch["part"]:
         part = json.loads(str(text))
-        yield from _blocks(part_items(part, path, name), block_rows)
+        yield from _blocks(part_items(part, path, name), part["row"], block_rows)
 
 
 def part_items(part: dict[str, Any], path: str, name: str) -> Iterator[Record | Problem]:
@@ -269,22 +293,42 @@ def part_items(part: dict[str, Any], path: str, name: str) -> Iterator[Record | 
         yield from parse_bytes(Path(path).read_bytes(), name, part["suffix"])
 
 
-def _blocks(items: Iterable[Record | Problem], block_rows: int) -> Iterator[dict[str, Any]]:
+def _blocks(items: Iterable[Record | Problem], row: int, block_rows: int) -> Iterator[dict[str, Any]]:
+    """The items as columns (their data or problem pickled, their line, their row index from ``row``),
+    ``block_rows`` at a time."""
     import numpy as np
 
-    def block(blobs: list[bytes]) -> dict[str, Any]:
+    def block(blobs: list[bytes], lines: list[int]) -> dict[str, Any]:
         column = np.empty(len(blobs), dtype=object)
         column[:] = blobs
-        return {RECORD: column}
+        return {RECORD: column, LINE: np.array(lines, dtype=np.int64),
+                ROW_INDEX: np.arange(row, row + len(blobs), dtype=np.int64)}
 
     blobs: list[bytes] = []
+    lines: list[int] = []
     for item in items:
-        blobs.append(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))
+        if isinstance(item, Record):
+            blobs.append(pickle.dumps(item.data, protocol=pickle.HIGHEST_PROTOCOL))
+            lines.append(item.line)
+        else:
+            blobs.append(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))
+            lines.append(item.line or 0)
         if len(blobs) >= block_rows:
-            yield block(blobs)
-            blobs = []
+            yield block(blobs, lines)
+            row += len(blobs)
+            blobs, lines = [], []
     if blobs:
-        yield block(blobs)
+        yield block(blobs, lines)
+
+
+def block_items(frame: Any, source: str) -> list[Record | Problem]:
+    """A block's rows (:data:`RECORD` and :data:`LINE` columns) as Records of ``source``, and its
+    problems."""
+    items: list[Record | Problem] = []
+    for blob, line in zip(frame[RECORD], frame[LINE], strict=True):
+        item = pickle.loads(blob)
+        items.append(item if isinstance(item, Problem) else Record(item, source, int(line)))
+    return items
 
 
 class _FileBytes(io.BytesIO):
