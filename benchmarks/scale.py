@@ -1,19 +1,30 @@
 """Scale: many rows locally and through the Ray executor.
 
-Three scenarios, each run in its own process while this one samples the resident memory of that
-process and all its descendants (pool workers, a Ray cluster the run started) every 0.2 s:
+Three scenarios, each run in its own process while this one samples, every 0.2 s, the memory of that
+process and all its descendants (pool workers; a Ray cluster the run started: GCS, raylet, its
+workers and agents, and the object store, whose shared-memory pages count in the processes that
+touch them):
 
-* ``local``: ``--rows`` rows of f1_score, exact_match and bleu_score with ``evaluate()`` (process pool);
-* ``ray``: the same through ``executor="ray"`` on a local cluster of ``--ray-cpus`` CPUs started by
-  the run (its raylet, GCS and workers are in the measured tree);
+* RSS summed over the tree (shared pages count once per process that maps them), and PSS summed
+  over the tree (``/proc/PID/smaps_rollup``: each shared page divided between the processes sharing
+  it, so the sum is what the tree really holds), with its shared-memory part (``Pss_Shmem``: for Ray,
+  the object store) and, at the peak, the PSS of each kind of process (driver, raylet, GCS, Ray
+  workers, the rest).
+
+* ``local``: ``--rows`` rows of f1_score, exact_match and bleu_score with ``evaluate()`` (process pool)
+  from a JSONL file, which the run streams;
+* ``ray``: the same file through ``executor="ray"`` on a local cluster of ``--ray-cpus`` CPUs started
+  by the run (``ray.init``): Ray Data reads the file in parts, the metrics run in ``map_batches``;
 * ``judge``: ``--judge-rows`` rows of groundedness on the fake server (its own process, not measured;
   200 ms a reply, 64 at once, 429 beyond: capacity 320 calls/s) through the Ray executor with two
   judge workers: the share of the server's capacity used, and its 429s.
 
-    PYTHONPATH=src:. .venv/bin/python benchmarks/scale.py [--rows 1000000] [--judge-rows 100000]
-        [--scenarios local,ray,judge]
+    flock /tmp/bench.lock env PYTHONPATH=src:. .venv/bin/python benchmarks/scale.py [--rows 1000000]
+        [--judge-rows 100000] [--scenarios local,ray,judge] [--ray-cpus 2]
 
-Prints one JSON line per scenario: seconds, rows/s, peak RSS of the tree (MiB), and for the judge the
+Prints one JSON line per scenario: seconds and rows/s of ``evaluate()``, peak RSS and PSS of the tree
+(MiB), digests of ``result.metrics`` and ``result.summary`` (equal across scenarios, and to
+``benchmarks/scale_local.py``'s on the same rows, when the results are), and for the judge the
 calls, 429s and share of capacity.
 """
 
@@ -22,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -37,24 +49,17 @@ CAP = 64
 CAPACITY = CAP / LATENCY
 
 CHILD = r"""
-import json, os, random, sys, time
+import hashlib, json, os, sys, time
 args = json.loads(sys.argv[1])
 from touchstone import BleuScoreEvaluator, ExactMatchEvaluator, F1ScoreEvaluator, evaluate
-
-def text_rows(n):
-    rng = random.Random(1)
-    words = "the cat sat on a mat dog ran far blue sky red fox jumps over lazy".split()
-    for i in range(n):
-        truth = " ".join(rng.choices(words, k=rng.randint(3, 14)))
-        response = truth if rng.random() < 0.2 else " ".join(rng.choices(words, k=rng.randint(3, 14)))
-        yield {"response": response, "ground_truth": truth}
 
 kind = args["scenario"]
 executor = None
 if kind in ("ray", "judge"):
     import ray
     os.environ["RAY_AUTH_MODE"] = "disabled"
-    ray.init(num_cpus=args["ray_cpus"], include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=args["ray_cpus"], include_dashboard=False, log_to_driver=False,
+             object_store_memory=args.get("object_store_bytes"))
     executor = "ray"
 if kind == "judge":
     from touchstone import GroundednessEvaluator
@@ -66,44 +71,122 @@ if kind == "judge":
 else:
     evs = {"f1": F1ScoreEvaluator(), "em": ExactMatchEvaluator(), "bleu": BleuScoreEvaluator()}
     options = {}
-    if kind == "local":  # from a JSONL file, which the run streams (benchmarks/scale_local.py: PSS too)
-        data = args["store"] + ".rows.jsonl"
-        with open(data, "w", encoding="utf-8") as fh:
-            for row in text_rows(args["rows"]):
-                fh.write(json.dumps(row) + "\n")
-    else:
-        data = list(text_rows(args["rows"]))
+    # from a JSONL file (the rows of benchmarks/scale_local.py): a local run streams it, Ray Data
+    # reads it in parts under the Ray executor
+    data = args["data"]
 started = time.perf_counter()
 result = evaluate(data=data, evaluators=evs, store=args["store"], executor=executor, **options)
 seconds = time.perf_counter() - started
+
+def digest(value):
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
 print(json.dumps({"seconds": seconds, "rows": len(result.rows), "failed": result.n_failed,
                   "metrics": {k: v for k, v in result.metrics.items() if isinstance(v, float)},
+                  "metrics_digest": digest(result.metrics), "summary_digest": digest(result.summary),
                   "judge_stats": (result.run.get("judge") or {}).get("stats")}))
 """
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of ``root`` and its descendants."""
+def write_rows(path: Path, n: int) -> None:
+    """``n`` rows of random sentences (16 words, 3-14 each, 20% exact matches), as JSON lines."""
+    rng = random.Random(1)
+    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "far", "blue", "sky", "red", "fox",
+             "jumps", "over", "lazy"]
+    with path.open("w", encoding="utf-8") as fh:
+        for _ in range(n):
+            truth = " ".join(rng.choices(words, k=rng.randint(3, 14)))
+            response = truth if rng.random() < 0.2 else " ".join(rng.choices(words, k=rng.randint(3, 14)))
+            fh.write(json.dumps({"response": response, "ground_truth": truth}) + "\n")
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+ROLES = ("driver", "raylet", "gcs", "ray_workers", "other")
+
+
+def tree(root: int) -> list[int]:
+    """``root`` and its descendants."""
     parents: dict[int, int] = {}
-    rss: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            fields = stat[stat.rindex(")") + 2 :].split()
-            parents[int(entry.name)] = int(fields[1])
-            rss[int(entry.name)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            continue
-    members, frontier = {root}, [root]
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    members, frontier = [root], [root]
     while frontier:
         pid = frontier.pop()
         for child, parent in parents.items():
             if parent == pid and child not in members:
-                members.add(child)
+                members.append(child)
                 frontier.append(child)
-    return sum(rss.get(pid, 0) for pid in members)
+    return members
+
+
+def role(pid: int, root: int) -> str:
+    """What a process of the tree is: the driver (the run's process), Ray's raylet or GCS, a Ray
+    worker (``ray::...``: tasks, actors, idle workers), or the rest (Ray's agents and monitors)."""
+    if pid == root:
+        return "driver"
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "other"
+    if comm == "raylet":
+        return "raylet"
+    if comm.startswith("gcs_server"):
+        return "gcs"
+    return "ray_workers" if comm.startswith("ray::") else "other"
+
+
+def memory(pid: int) -> tuple[int, int, int]:
+    """(RSS, PSS, PSS of shared memory) in bytes of process ``pid`` (zeros once it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        rss = int(stat[stat.rindex(")") + 2 :].split()[21]) * PAGE
+        fields = {}
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+            key, _, value = line.partition(":")
+            fields[key] = int(value.split()[0]) * 1024
+        return rss, fields.get("Pss", 0), fields.get("Pss_Shmem", 0)
+    except (OSError, ValueError, IndexError):
+        return 0, 0, 0
+
+
+class Sampler:
+    """Peaks of the memory of a process tree, sampled every 0.2 s in a thread."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.peak_rss = self.peak_pss = self.peak_shmem = self.processes = 0
+        self.at_peak: dict[str, float] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.is_set():
+            pids = tree(self.root)
+            by_role = dict.fromkeys(ROLES, 0)
+            rss = pss = shmem = 0
+            for pid in pids:
+                one_rss, one_pss, one_shmem = memory(pid)
+                rss, pss, shmem = rss + one_rss, pss + one_pss, shmem + one_shmem
+                by_role[role(pid, self.root)] += one_pss
+            self.peak_rss, self.processes = max(self.peak_rss, rss), max(self.processes, len(pids))
+            if pss > self.peak_pss:
+                self.peak_pss, self.peak_shmem = pss, shmem
+                self.at_peak = {name: round(value / 2**20, 1) for name, value in by_role.items()}
+            time.sleep(0.2)
+
+    def stop(self) -> dict[str, Any]:
+        self.done.set()
+        self.thread.join()
+        mib = 2**20
+        return {"peak_rss_mib": round(self.peak_rss / mib, 1), "peak_pss_mib": round(self.peak_pss / mib, 1),
+                "peak_pss_shmem_mib": round(self.peak_shmem / mib, 1), "pss_mib_at_peak": self.at_peak,
+                "processes": self.processes}
 
 
 def measured(args: dict[str, Any]) -> dict[str, Any]:
@@ -111,24 +194,13 @@ def measured(args: dict[str, Any]) -> dict[str, Any]:
            "RAY_USAGE_STATS_ENABLED": "0"}
     proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
-    peak = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, tree_rss(proc.pid))
-            time.sleep(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    sampler = Sampler(proc.pid)
     out, err = proc.communicate()
-    done.set()
-    sampler.join()
+    peaks = sampler.stop()
     if proc.returncode != 0:
         raise SystemExit(f"{args['scenario']} failed:\n{err[-3000:]}")
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-    result.update(scenario=args["scenario"], peak_rss_mib=round(peak / 2**20, 1),
+    result.update(scenario=args["scenario"], **peaks,
                   rows_per_s=round(result["rows"] / result["seconds"], 1),
                   seconds=round(result["seconds"], 2))
     return result
@@ -191,19 +263,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--judge-rows", type=int, default=100_000)
-    parser.add_argument("--ray-cpus", type=int, default=2)
-    parser.add_argument("--scenarios", default="local,ray,judge")
+    parser.add_argument("--rows", type=int, default=1_000_000,
+                        help="rows of the local and ray scenarios (a JSONL file written first)")
+    parser.add_argument("--judge-rows", type=int, default=100_000, help="rows of the judge scenario")
+    parser.add_argument("--ray-cpus", type=int, default=2,
+                        help="CPUs of the local Ray cluster the run starts (one worker process each)")
+    parser.add_argument("--object-store-mib", type=int, default=None,
+                        help="the Ray object store's size (default: Ray's, 30%% of the memory)")
+    parser.add_argument("--scenarios", default="local,ray,judge", help="comma-separated: local, ray, judge")
     args = parser.parse_args()
+    store_bytes = None if args.object_store_mib is None else args.object_store_mib << 20
     with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "rows.jsonl"
+        if {"local", "ray"} & set(args.scenarios.split(",")):
+            write_rows(data, args.rows)
         for scenario in args.scenarios.split(","):
             store = str(Path(tmp) / f"{scenario}.db")
             if scenario == "judge":
                 result = judge(args.judge_rows, args.ray_cpus, store)
             else:
                 result = measured({"scenario": scenario, "rows": args.rows, "ray_cpus": args.ray_cpus,
-                                   "store": store})
+                                   "store": store, "data": str(data), "object_store_bytes": store_bytes})
             result["load_average"] = os.getloadavg()
             print(json.dumps(result), flush=True)
 
