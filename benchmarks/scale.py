@@ -101,7 +101,7 @@ def write_rows(path: Path, n: int) -> None:
 
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
-ROLES = ("driver", "raylet", "gcs", "ray_workers", "other")
+ROLES = ("driver", "raylet", "gcs", "task_workers", "ray_data_actors", "other")
 
 
 def tree(root: int) -> list[int]:
@@ -125,8 +125,10 @@ def tree(root: int) -> list[int]:
 
 
 def role(pid: int, root: int) -> str:
-    """What a process of the tree is: the driver (the run's process), Ray's raylet or GCS, a Ray
-    worker (``ray::...``: tasks, actors, idle workers), or the rest (Ray's agents and monitors)."""
+    """What a process of the tree is: the driver (the run's process), Ray's raylet or GCS, a worker
+    running tasks or the judge actors (``ray::MapBatches(...)``, ``ray::JudgeWorker``, ``ray::IDLE``...),
+    Ray Data's own actors (``ray::_StatsActor``, ``ray::_AutoscalingCoordinatorActor``), or the rest
+    (Ray's dashboard, agents and monitors)."""
     if pid == root:
         return "driver"
     try:
@@ -137,7 +139,11 @@ def role(pid: int, root: int) -> str:
         return "raylet"
     if comm.startswith("gcs_server"):
         return "gcs"
-    return "ray_workers" if comm.startswith("ray::") else "other"
+    if comm.startswith("ray::_"):
+        return "ray_data_actors"
+    if comm.startswith(("ray::DashboardAg", "ray::RuntimeEnv")) or not comm.startswith("ray::"):
+        return "other"
+    return "task_workers"
 
 
 def memory(pid: int) -> tuple[int, int, int]:
@@ -190,7 +196,8 @@ class Sampler:
 
 
 def measured(args: dict[str, Any]) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}", "RAY_AUTH_MODE": "disabled",
+    src = args.get("src") or ROOT / "src"
+    env = {**os.environ, "PYTHONPATH": f"{src}:{ROOT}", "RAY_AUTH_MODE": "disabled",
            "RAY_USAGE_STATS_ENABLED": "0"}
     proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
@@ -271,6 +278,9 @@ def main() -> None:
     parser.add_argument("--object-store-mib", type=int, default=None,
                         help="the Ray object store's size (default: Ray's, 30%% of the memory)")
     parser.add_argument("--scenarios", default="local,ray,judge", help="comma-separated: local, ray, judge")
+    parser.add_argument("--src", default=None,
+                        help="the touchstone sources to measure (default: this tree's src; e.g. an earlier "
+                             "revision's, unpacked with `git archive REV src | tar -x -C DIR`)")
     args = parser.parse_args()
     store_bytes = None if args.object_store_mib is None else args.object_store_mib << 20
     with tempfile.TemporaryDirectory() as tmp:
@@ -283,7 +293,8 @@ def main() -> None:
                 result = judge(args.judge_rows, args.ray_cpus, store)
             else:
                 result = measured({"scenario": scenario, "rows": args.rows, "ray_cpus": args.ray_cpus,
-                                   "store": store, "data": str(data), "object_store_bytes": store_bytes})
+                                   "store": store, "data": str(data), "object_store_bytes": store_bytes,
+                                   "src": args.src})
             result["load_average"] = os.getloadavg()
             print(json.dumps(result), flush=True)
 
