@@ -175,6 +175,13 @@ def test_a_file_that_is_not_text_named_before_anything_is_read(tmp_path: Path) -
     array = tmp_path / "rows.json"
     array.write_text(' [{"response": "a"}]', encoding="utf-8")
     assert ray_files._kind(array, ".json", streamed=False) == "whole"
+    spaced = tmp_path / "spaced.json"
+    spaced.write_bytes(b"\xef\xbb\xbf" + b" \n" * 5000 + b'[{"response": "a"}]')
+    assert ray_files._kind(spaced, ".json", streamed=False) == "whole"
+    assert ray_files.parse_bytes(spaced.read_bytes(), str(spaced), ".json") == load_records(spaced)
+    lines = tmp_path / "lines.json"
+    lines.write_text('\n{"response": "a"}\n', encoding="utf-8")
+    assert ray_files._kind(lines, ".json", streamed=False) == "jsonl"
     assert ray_files.parse_bytes(array.read_bytes(), str(array), ".json") == load_records(array)
 
 

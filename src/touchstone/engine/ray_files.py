@@ -146,6 +146,9 @@ def _kind(file: Path, low: str, streamed: bool) -> str:
     try:
         with file.open("rb") as fh:
             head = fh.read(4096)
+            first = head.removeprefix(_BOM).lstrip()
+            while not first and (more := fh.read(SCAN_BYTES)):  # leading whitespace: read on
+                first = more.lstrip()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise InputValidationError([Problem(str(file), None, None, f"cannot read: {reason}")]) from None
@@ -153,7 +156,7 @@ def _kind(file: Path, low: str, streamed: bool) -> str:
     if found is not None:
         problem = Problem(str(file), None, None, f"the file is {found}; expected UTF-8 text")
         raise InputValidationError([problem])
-    if low == ".json" and head.removeprefix(_BOM).lstrip().startswith(b"["):
+    if low == ".json" and first.startswith(b"["):
         return "whole"  # one JSON array, parsed whole as a local run parses it
     return "jsonl"
 
