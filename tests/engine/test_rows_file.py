@@ -115,6 +115,22 @@ def test_rows_file_grows_in_place_as_a_prefix(made: list[RowsFile], tmp_path: Pa
     assert made[0].during_run >= seen[0].count(b"\n")
 
 
+def test_values_the_store_keeps_as_text(made: list[RowsFile], tmp_path: Path) -> None:
+    """A small run renders its rows from the Outcomes in memory: a numpy integer is a number there,
+    text in the store (written mid-run); the finished files are still what the result gives."""
+    import numpy as np
+
+    def numpy_metric(response: str) -> dict[str, Any]:
+        time.sleep(0.0003)
+        return {"np_len": np.int64(len(response)), "np_ratio": np.float32(len(response) / 3)}
+
+    data = [{"response": f"r {i}", "ground_truth": "r"} for i in range(1500)]
+    out = tmp_path / "out"
+    result = evaluate(data=data, evaluators={"n": numpy_metric}, store=tmp_path / "s.db", output_path=out)
+    assert made[0].during_run > 0 and result.rows[0]["outputs.n.np_len"] == 3
+    same_files(out, result, tmp_path)
+
+
 @pytest.mark.parametrize("seed", [4, 5])
 def test_large_streamed_runs_write_todays_bytes(
     made: list[RowsFile], large: None, tmp_path: Path, seed: int
