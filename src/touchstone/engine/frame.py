@@ -117,8 +117,14 @@ class Columns:
         columns, placed after the others (the SDK drops the dict column and appends its parts)."""
         cols = cls(len(rows))
         later: list[tuple[str, list[Any]]] = []
-        for key in keys_in_order(rows):
-            column = [_MISSING if r is None else r.get(key, _MISSING) for r in rows]
+        present = [r for r in rows if r is not None]
+        shapes = dict.fromkeys(tuple(r) for r in present)
+        whole: dict[str, list[Any]] = {}
+        if len(shapes) == 1 and len(present) == len(rows):  # the same keys on every row: one transpose
+            transposed = zip(*[r.values() for r in present], strict=True)
+            whole = dict(zip(next(iter(shapes)), map(list, transposed), strict=True))
+        for key in dict.fromkeys(k for shape in shapes for k in shape):
+            column = whole.get(key) or [_MISSING if r is None else r.get(key, _MISSING) for r in rows]
             if spread and PER_TURN in key and _first_present_is_dict(column):
                 later.append((key, column))
             else:
@@ -150,7 +156,12 @@ def evaluator_columns(outputs: Sequence[Mapping[str, Any] | None], failed: Seque
     return Columns.of([None if bad else out for out, bad in zip(outputs, failed, strict=True)])
 
 
-def _nan_mean(values: Sequence[Any]) -> float | None:
+def _nan_mean(values: Sequence[Any], kind: Kind | None = None) -> float | None:
+    """The mean of the values that are numbers (``kind``: the column's, when known)."""
+    if kind in ("float", "int", "bool"):  # numbers, NaN in the gaps: the same sum, done by numpy
+        array = np.asarray(values, dtype=float)
+        kept = array[~np.isnan(array)]
+        return float(kept.sum() / len(kept)) if len(kept) else None
     numbers = [float(v) for v in values if not _is_null(v)]
     if not numbers:
         return None
@@ -185,9 +196,9 @@ def _binary_aggregates(name: str, cols: Columns) -> dict[str, float]:
     for key, column in cols.values.items():
         if not key.endswith("_result"):
             continue
-        if any(isinstance(v, (list, dict, set)) for v in column):
+        if any(issubclass(kind, (list, dict, set)) for kind in set(map(type, column))):
             continue  # not a pass/fail column (the SDK skips unhashable values)
-        passes = sum(1 for v in column if v == "pass")
+        passes = column.count("pass")
         out[f"{name}.{BINARY_AGGREGATE}"] = round(passes / cols.n_rows, 2) if cols.n_rows else 0.0
     return out
 
@@ -246,7 +257,7 @@ def _means(name: str, cols: Columns, handled: set[str]) -> dict[str, float]:
             continue
         if cols.kinds[key] == "object":
             continue  # text, lists, dicts, gaps in booleans: pandas' mean(numeric_only=True) skips them
-        mean = _nan_mean(column)
+        mean = _nan_mean(column, cols.kinds[key])
         if mean is not None:
             out[f"{name}.{key}"] = mean
     return out
@@ -378,25 +389,42 @@ def sdk_rows(
         )
     if not ({"conversation", "messages"} & set(data_cols.values)):
         frame.extend([(head, _leaf_columns(cols)) for head, cols in frame])
-    rows: list[dict[str, Any]] = [{} for _ in range(n)]
-    for head, cols in frame:
-        names, values = _transpose(cols, head)
-        for row, vals in zip(rows, values, strict=True):
-            row.update(zip(names, vals, strict=True))
+    # The rows are made in one pass over all columns; what some rows add after a part of the columns
+    # (a target's error after the data, a failed row's own keys after its evaluator's columns) is
+    # placed there on those rows only (``after[i]``: (part, keys) pairs), so each key keeps the
+    # place the SDK's frame gives it.
+    parts: list[tuple[list[str], list[Sequence[Any]]]] = [
+        ([head + k for k in cols.values], list(cols.values.values())) for head, cols in frame
+    ]
+    after: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     if targets is not None:
-        for row, (_, err) in zip(rows, targets, strict=True):
+        for i, (_, err) in enumerate(targets):
             if err is not None:
-                row["outputs.target_error"] = err
+                after.setdefault(i, []).append((len(parts) - 1, {"outputs.target_error": err}))
     columns: dict[str, Columns] = {}
     for name, outs in evaluators.items():
         bad = failed[name]
         cols = columns[name] = Columns.of([None if b else o for o, b in zip(outs, bad, strict=True)])
         head = f"outputs.{name}."
-        names, values = _transpose(cols, head)
-        for i, (row, vals) in enumerate(zip(rows, values, strict=True)):
-            row.update(zip(names, vals, strict=True))
-            out = outs[i]
+        parts.append(([head + k for k in cols.values], list(cols.values.values())))
+        for i, out in enumerate(outs):
             if bad[i] and out is not None:  # touchstone's account of the failure, beside the NaNs
-                row.update((head + k, v) for k, v in out.items() if k not in cols.values)
+                own = {head + k: v for k, v in out.items() if k not in cols.values}
+                if own:
+                    after.setdefault(i, []).append((len(parts) - 1, own))
+    names = [name for part_names, _ in parts for name in part_names]
+    values = [column for _, part_values in parts for column in part_values]
+    rows: list[dict[str, Any]] = (
+        [dict(zip(names, vals, strict=True)) for vals in zip(*values, strict=True)] if values
+        else [{} for _ in range(n)]
+    )
+    for i, inserts in after.items():
+        row: dict[str, Any] = {}
+        for p, (part_names, part_values) in enumerate(parts):
+            row.update(zip(part_names, [column[i] for column in part_values], strict=True))
+            for q, own in inserts:
+                if q == p:
+                    row.update(own)
+        rows[i] = row
     assert len(rows) == n
     return rows, columns

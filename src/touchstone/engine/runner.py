@@ -16,8 +16,6 @@ rendered at the end as a list. Building the result writes nothing.
 from __future__ import annotations
 
 import asyncio
-import collections
-import concurrent.futures
 import contextlib
 import functools
 import hashlib
@@ -34,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from touchstone._exceptions import ErrorTarget
+from touchstone._gc import collector_paused
 from touchstone._version import __version__
 from touchstone.data.kinds import check_value
 from touchstone.data.loaders import DataSource, Record
@@ -55,6 +54,7 @@ from touchstone.engine.frame import Columns, sdk_input, sdk_metrics, sdk_rows
 from touchstone.engine.ray_data import open_dataset, reads_with_ray
 from touchstone.engine.result import EvaluationResult, own_aggregators
 from touchstone.engine.rows_file import RowsFile, open_rows_file
+from touchstone.engine.store_thread import StoreThread
 from touchstone.engine.stored_rows import StoredRows
 from touchstone.engine.stored_targets import StoredTargets, TargetResult
 from touchstone.errors import (
@@ -385,29 +385,37 @@ class _Runner:
         self._writer: _GroupWriter | None = None
         self.rows_file: RowsFile | None = None
         """``output_path``'s files, appended to as rows complete (it watches the store's writes)."""
+        self._writes = StoreThread()
+        """The CPU-bound pass's store writes (input rows and results), made off the event loop."""
         self.rows_with_sync = False
         """The CPU-bound pass stores the input rows as it reads them (no target)."""
         self.done = 0
         self.total = 0
 
     async def execute(self) -> None:
-        async with AsyncExitStack() as stack:
-            for hook in run_hooks():
-                await stack.enter_async_context(hook(self.ctx))
-            if self.rows_file is not None:
-                await stack.enter_async_context(self.rows_file.during(self))
-            self.stored = self._stored_results()
-            sync = {n: ev for n, ev in self.evs.items() if not ev.is_async}
-            asynchronous = {n: ev for n, ev in self.evs.items() if ev.is_async}
-            # Without a target, the CPU-bound pass stores the rows of each batch it reads (one read
-            # of the file less); otherwise the rows (and the target's outputs) come first.
-            self.rows_with_sync = self.target is None and any(self._pending(n) for n in sync)
-            if not self.rows_with_sync:
-                await self._rows_pass()
-            self.total = self.n * len(self.evs)
-            self.done = sum(int(mask.sum()) for mask in self.stored.values())
-            self._tick(0)
-            await asyncio.gather(self._run_sync(sync), self._run_async(asynchronous))
+        try:
+            async with AsyncExitStack() as stack:
+                for hook in run_hooks():
+                    await stack.enter_async_context(hook(self.ctx))
+                if self.rows_file is not None:
+                    await stack.enter_async_context(self.rows_file.during(self))
+                await self._execute()
+        finally:
+            self._writes.close()  # also when the run stops early: nothing that was scored is lost
+
+    async def _execute(self) -> None:
+        self.stored = self._stored_results()
+        sync = {n: ev for n, ev in self.evs.items() if not ev.is_async}
+        asynchronous = {n: ev for n, ev in self.evs.items() if ev.is_async}
+        # Without a target, the CPU-bound pass stores the rows of each batch it reads (one read
+        # of the file less); otherwise the rows (and the target's outputs) come first.
+        self.rows_with_sync = self.target is None and any(self._pending(n) for n in sync)
+        if not self.rows_with_sync:
+            await self._rows_pass()
+        self.total = self.n * len(self.evs)
+        self.done = sum(int(mask.sum()) for mask in self.stored.values())
+        self._tick(0)
+        await asyncio.gather(self._run_sync(sync), self._run_async(asynchronous))
 
     def _pending(self, name: str) -> int:
         """Rows evaluator ``name`` has to score in this call."""
@@ -438,6 +446,7 @@ class _Runner:
 
     def flush(self) -> None:
         """Write what waits to be written (the run is stopping)."""
+        self._writes.close()
         if self._writer is not None:
             self._writer.flush()
 
@@ -479,7 +488,7 @@ class _Runner:
         missing = [i for i in range(start, stop) if i not in stored]
         if self.target is None:
             recs = [(i, batch[i - start]) for i in missing]
-            self.store.put_rows(self.ctx.run_id, [
+            self._writes.submit(self.store.put_rows, self.ctx.run_id, [
                 StoredRow(i, rec.source, rec.line, rec.data, None, None) for i, rec in recs
             ])
         else:
@@ -564,7 +573,7 @@ class _Runner:
         window = RecordWindow(self.n, self.source.records)
         executor = make_executor(
             self.executor_choice, window, self.ctx.options,
-            processes=default_processes(self.workers, pending, PARALLEL_MIN_ROWS),
+            processes=default_processes(self.workers, pending, PARALLEL_MIN_ROWS), whole=self.source.records,
         )
         try:
             if executor.parallel:
@@ -575,17 +584,18 @@ class _Runner:
             executor.close()
 
     def _store_outcomes(self, name: str, pairs: list[tuple[int, Outcome]]) -> None:
-        self.store.put_scores(
-            self.ctx.run_id, name, [(i, out, out.failed, None, out.scores) for i, out in pairs]
+        self._writes.submit(
+            self.store.put_scores, self.ctx.run_id, name,
+            [(i, out, out.failed, None, out.scores) for i, out in pairs],
         )
         for i, out in pairs:
             self._record(name, i, out, None)
 
     def _store_wire(self, name: str, ev: Evaluator, chunk: list[int], wire: list[WireRow]) -> None:
         """Write what worker processes sent back as it is, and feed it to the figures."""
-        self.store.put_scores(
-            self.ctx.run_id, name, [(i, enc, failed, None, lines) for i, (enc, _, failed, lines) in zip(
-                chunk, wire, strict=True)]
+        self._writes.submit(
+            self.store.put_scores, self.ctx.run_id, name,
+            [(i, enc, failed, None, lines) for i, (enc, _, failed, lines) in zip(chunk, wire, strict=True)],
         )
         error_key = f"{ev.info.prefix}_error"
         acc, keep, scores = self.acc, self.keep, self.scores
@@ -766,8 +776,9 @@ class _Runner:
         n_failed: int | None = None
         metrics = figures.metrics
         if self.keep:  # the rows are here: the SDK's frame gives the metrics from their columns
-            rows, columns = self._rows_in_memory(failures)
-            metrics = sdk_metrics(columns, own_aggregators(evs))
+            with collector_paused():  # a million cells, no cycles: see touchstone._gc
+                rows, columns = self._rows_in_memory(failures)
+                metrics = sdk_metrics(columns, own_aggregators(evs))
             for name, values in corpus.items():
                 metrics.update({f"{name}.{k}": v for k, v in values.items()})
         else:
@@ -857,6 +868,11 @@ class _Runner:
                     yield evaluator_inputs(ev, mapping, data, target)
 
     def _corpus_outputs(self, name: str, ok: np.ndarray) -> Iterator[Outcome]:
+        if self.keep:  # a small run holds its results
+            scores = self.scores
+            for i in np.flatnonzero(ok).tolist():
+                yield scores[i, name][0]
+            return
         for start in range(0, self.n, STORE_PAGE):
             stop = min(self.n, start + STORE_PAGE)
             if not ok[start:stop].any():
@@ -934,17 +950,11 @@ class _GroupWriter:
     written on the loop, the groups held it up 4% of the run). A store error is raised by the next
     ``add`` or ``flush``; :meth:`flush` returns once everything handed over is written."""
 
-    MAX_PENDING = 4
-    """Groups handed to the thread and not yet written before ``add`` waits for the oldest."""
-
     def __init__(self, store: Store, run_id: str) -> None:
         self.store, self.run_id = store, run_id
         self._waiting: _Group = {}
         self._count = 0
-        self._thread: concurrent.futures.ThreadPoolExecutor | None = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="touchstone-store"
-        )
-        self._pending: collections.deque[concurrent.futures.Future[None]] = collections.deque()
+        self._thread = StoreThread()
 
     def add(self, name: str, record: tuple[int, Outcome, bool, dict[str, Any] | None, list[Score]]) -> None:
         self._waiting.setdefault(name, []).append(record)
@@ -954,15 +964,9 @@ class _GroupWriter:
 
     def _hand_over(self) -> None:
         """Give what waits to the writing thread (raising a store error an earlier group met)."""
-        while self._pending and (self._pending[0].done() or len(self._pending) >= self.MAX_PENDING):
-            self._pending.popleft().result()
         waiting, self._waiting, self._count = self._waiting, {}, 0
-        if not waiting:
-            return
-        if self._thread is None:  # closed: the run is stopping, write here
-            self._write(waiting)
-            return
-        self._pending.append(self._thread.submit(self._write, waiting))
+        if waiting:
+            self._thread.submit(self._write, waiting)
 
     def _write(self, waiting: _Group) -> None:
         for name, records in waiting.items():
@@ -971,17 +975,14 @@ class _GroupWriter:
     def flush(self) -> None:
         """Write what waits and return once every group handed over is written."""
         self._hand_over()
-        while self._pending:
-            self._pending.popleft().result()
+        self._thread.drain()
 
     def close(self) -> None:
         """:meth:`flush`, then stop the writing thread (a later flush writes in the caller's thread)."""
         try:
-            self.flush()
+            self._hand_over()
         finally:
-            thread, self._thread = self._thread, None
-            if thread is not None:
-                thread.shutdown(wait=True)
+            self._thread.close()
 
     async def every(self, seconds: float) -> None:
         while True:

@@ -1,0 +1,65 @@
+"""engine/executors.py: a pool whose forked workers were handed the run's records (a run that holds
+them all and has at most INHERIT_MAX_ROWS) scores row indices to the same results as a pool sent
+each chunk's inputs; a larger run, or one that does not hold its rows, sends the inputs."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+
+import pytest
+
+from touchstone.data.loaders import Record
+from touchstone.engine import executors
+from touchstone.engine.executors import LocalExecutor
+from touchstone.evaluators.text import F1ScoreEvaluator
+
+pytestmark = pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(), reason="records are handed over by fork"
+)
+
+
+def _records(n: int) -> list[Record]:
+    words = ["alpha", "beta", "gamma", "delta", "epsilon"]
+    return [
+        Record({"response": " ".join(words[: 1 + i % 5]), "ground_truth": " ".join(words[i % 3 :])},
+               "rows", i + 1)
+        for i in range(n)
+    ]
+
+
+def _score(executor: LocalExecutor, indices: list[int]) -> list[executors.WireRow]:
+    plan = (("response", ("response",)), ("ground_truth", ("ground_truth",)))
+    try:
+        return asyncio.run(executor.score_indices(F1ScoreEvaluator(), plan, indices))
+    finally:
+        executor.close()
+
+
+def test_inherited_records_give_the_results_of_sent_inputs() -> None:
+    records = _records(300)
+    indices = list(range(7, 290, 3))
+    inherited = LocalExecutor(records, processes=2, whole=records)
+    assert inherited._inherited
+    sent = LocalExecutor(records, processes=2)
+    assert not sent._inherited
+    got = _score(inherited, indices)
+    assert got == _score(sent, indices)
+    one = F1ScoreEvaluator()
+    data = [records[i].data for i in indices]
+    assert [row[1]["f1_score"] for row in got] == [
+        one(response=d["response"], ground_truth=d["ground_truth"])["f1_score"] for d in data
+    ]
+
+
+def test_a_run_over_the_limit_sends_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executors, "INHERIT_MAX_ROWS", 100)
+    records = _records(101)
+    executor = LocalExecutor(records, processes=2, whole=records)
+    assert not executor._inherited
+    assert len(_score(executor, [0, 100])) == 2
+
+
+def test_a_worker_without_records_says_so() -> None:
+    with pytest.raises(RuntimeError, match="not handed the run's records"):
+        executors.score_inherited(F1ScoreEvaluator(), (), [0])
