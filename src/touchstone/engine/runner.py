@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import hashlib
 import inspect
 import json
@@ -655,6 +656,11 @@ class _Runner:
             if self.rows_with_sync:
                 await self._batch_rows(start, batch)
             window.hold(start, batch)
+            if self.keep:
+                # The results held so far leave the collector's view (the pool's close gives them
+                # back): each older-generation pass walked all of them again, 2 s of the parent's
+                # 15 s of CPU on 100,000 rows of five metrics.
+                gc.freeze()
             tasks: list[asyncio.Task[None]] = []
             for name, ev in evs.items():
                 todo = self._todo(name, start, len(batch))
