@@ -273,8 +273,11 @@ class RowsFile:
         self._sdk_tmp, self._sdk_fh = _temporary(self.sdk_path)
         self._sdk_fh.write('{"rows": [')
 
-    def _emit(self, rows: Sequence[dict[str, Any]], schema: FrameSchema | None) -> None:
-        """Append rows (rendered) to both files."""
+    def _emit(
+        self, rows: Sequence[dict[str, Any]], schema: FrameSchema | None, *, publish: bool = True
+    ) -> None:
+        """Append rows (rendered) to both files; ``publish``: a new ``rows.jsonl`` takes the old one's
+        place at its first rows (at the end, it does once whole)."""
         if not rows:
             return
         lines = [json_dumps(row, default=str) for row in rows]  # C1/bidi as escapes: safe to cat
@@ -282,7 +285,7 @@ class RowsFile:
         if self._rows_fh is not None:
             self._rows_fh.write(text)
             self._rows_fh.flush()  # whole lines reach the file: a crash keeps them
-            if self._rows_tmp is not None and self.folder is not None:  # the first rows: now the file
+            if publish and self._rows_tmp is not None and self.folder is not None:  # the first rows
                 os.replace(self._rows_tmp, self.folder / "rows.jsonl")
                 self._rows_tmp = None
         assert self._sdk_fh is not None
@@ -342,7 +345,7 @@ class RowsFile:
         if any(schema != final for schema in self._used) or not self._same_text(rows):
             self._restart()
         for start in range(self.done, len(rows), PAGE_ROWS):
-            self._emit(rows[start : start + PAGE_ROWS], None)
+            self._emit(rows[start : start + PAGE_ROWS], None, publish=False)
         assert self._sdk_fh is not None and self._sdk_tmp is not None
         self._sdk_fh.write('], "metrics": ' + json_dumps(result.metrics, default=str))
         self._sdk_fh.write(', "studio_url": ' + json_dumps(result.get("studio_url"), default=str) + "}")
@@ -428,8 +431,9 @@ def _remove_stale(folder: Path, name: str) -> None:
     """Temporary files of ``name`` left by a process that no longer runs (a run killed mid-way)."""
     with contextlib.suppress(OSError):
         for tmp in folder.glob(f".{name}.*.tmp"):
-            pid = tmp.name[len(name) + 2 :].split(".", 1)[0]
-            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            parts = tmp.name[len(name) + 2 :].split(".")  # PID, random part, "tmp"
+            pid = parts[0]
+            if len(parts) == 3 and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
                 with contextlib.suppress(OSError):
                     tmp.unlink()
 
