@@ -322,3 +322,23 @@ def test_killed_run_leaves_whole_rows_then_resume_finishes(
     assert sdk["rows"] == [json.loads(line) for line in final[:-1]]
     assert sdk["metrics"]["coherence.coherence"] == 4
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]  # the killed run's temporary file too
+
+
+def test_cli_shows_the_run_when_only_the_files_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files cannot be finished (a full disk at the end): the table is shown, the run is stored, the
+    error names the file, exit status 1."""
+    from typer.testing import CliRunner
+
+    from touchstone.cli import app as cli_app
+
+    def full(self: RowsFile, result: Any) -> Path:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(RowsFile, "_finish", full)
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"response": f"r {i}", "ground_truth": "r"}) + "\n" for i in range(5)))
+    got = CliRunner().invoke(cli_app, ["eval", str(data), "-m", "f1_score", "--store", str(tmp_path / "s.db"),
+                                       "--out", str(tmp_path / "out")])
+    assert got.exit_code == 1, got.output
+    assert "f1_score" in got.output and "No space left" in got.output and "stored as" in got.output
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name != "rows.jsonl"]
