@@ -15,6 +15,8 @@ touch them):
   from a JSONL file, which the run streams;
 * ``ray``: the same file through ``executor="ray"`` on a local cluster of ``--ray-cpus`` CPUs started
   by the run (``ray.init``): Ray Data reads the file in parts, the metrics run in ``map_batches``;
+* ``read``: the ``ray`` scenario's reading of the file alone (``engine/ray_files.read_file_dataset``,
+  materialised): seconds and memory of Ray Data reading it;
 * ``judge``: ``--judge-rows`` rows of groundedness on the fake server (its own process, not measured;
   200 ms a reply, 64 at once, 429 beyond: capacity 320 calls/s) through the Ray executor with two
   judge workers: the share of the server's capacity used, and its 429s.
@@ -55,12 +57,19 @@ from touchstone import BleuScoreEvaluator, ExactMatchEvaluator, F1ScoreEvaluator
 
 kind = args["scenario"]
 executor = None
-if kind in ("ray", "judge"):
+if kind in ("ray", "judge", "read"):
     import ray
     os.environ["RAY_AUTH_MODE"] = "disabled"
     ray.init(num_cpus=args["ray_cpus"], include_dashboard=False, log_to_driver=False,
              object_store_memory=args.get("object_store_bytes"))
     executor = "ray"
+if kind == "read":  # the Ray executor's reading of the file alone, materialised in the object store
+    from touchstone.engine.ray_files import read_file_dataset
+    started = time.perf_counter()
+    dataset = read_file_dataset(args["data"]).materialize()
+    n = dataset.count()
+    print(json.dumps({"seconds": time.perf_counter() - started, "rows": n, "blocks": dataset.num_blocks()}))
+    sys.exit(0)
 if kind == "judge":
     from touchstone import GroundednessEvaluator
     cfg = {"model": "gpt-4o-mini", "base_url": args["base_url"], "api_key": "sk-bench"}
@@ -277,7 +286,8 @@ def main() -> None:
                         help="CPUs of the local Ray cluster the run starts (one worker process each)")
     parser.add_argument("--object-store-mib", type=int, default=None,
                         help="the Ray object store's size (default: Ray's, 30%% of the memory)")
-    parser.add_argument("--scenarios", default="local,ray,judge", help="comma-separated: local, ray, judge")
+    parser.add_argument("--scenarios", default="local,ray,judge",
+                        help="comma-separated: local, ray, read, judge")
     parser.add_argument("--src", default=None,
                         help="the touchstone sources to measure (default: this tree's src; e.g. an earlier "
                              "revision's, unpacked with `git archive REV src | tar -x -C DIR`)")
@@ -285,7 +295,7 @@ def main() -> None:
     store_bytes = None if args.object_store_mib is None else args.object_store_mib << 20
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "rows.jsonl"
-        if {"local", "ray"} & set(args.scenarios.split(",")):
+        if {"local", "ray", "read"} & set(args.scenarios.split(",")):
             write_rows(data, args.rows)
         for scenario in args.scenarios.split(","):
             store = str(Path(tmp) / f"{scenario}.db")
