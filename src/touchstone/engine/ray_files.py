@@ -70,7 +70,8 @@ MAX_RANGE_BYTES = 32 << 20
 RANGES_PER_CPU = 4
 """A part is about a file's size over this many times the cluster's CPUs, within the bounds above."""
 SCAN_BYTES = 1 << 20
-"""Bytes read at a time when a range's cuts are found and its newlines counted."""
+"""Bytes the driver reads at a time when it looks through a file (past leading whitespace; whether a
+file without rows holds only blank lines)."""
 _WHITESPACE = b" \t\n\r\x0b\x0c"
 """What ``bytes.strip`` removes: a file loaded whole with nothing else is "empty"."""
 _BOM = b"\xef\xbb\xbf"
