@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -98,6 +99,15 @@ def _check_id_list(value: Any, score_field: str, numeric_required: bool) -> str 
     if not isinstance(value, list):
         return f"expected a list of document ids or of {{document_id, {score_field}}} objects, {_got(value)}"
     for i, item in enumerate(value):
+        kind = type(item)
+        if kind is str or kind is int:  # the usual ids, told apart at once
+            continue
+        if kind is dict:  # the usual object, with a plain id and score
+            doc_id, score = item.get("document_id"), item.get(score_field)
+            if (type(doc_id) is str or type(doc_id) is int) and (
+                type(score) is float or type(score) is int) and (
+                    not numeric_required or (math.isfinite(score) and score == int(score))):
+                continue
         if isinstance(item, bool):
             return f"expected item {i + 1} to be a document id or an object, got a boolean"
         if isinstance(item, (str, int)):
@@ -112,7 +122,7 @@ def _check_id_list(value: Any, score_field: str, numeric_required: bool) -> str 
             continue
         if isinstance(score, bool) or not isinstance(score, (int, float)):
             return f'expected item {i + 1} to have a numeric "{score_field}", {_got(score)}'
-        if numeric_required and float(score) != int(score):
+        if numeric_required and (not math.isfinite(float(score)) or float(score) != int(score)):
             return f'expected item {i + 1} "{score_field}" to be an integer, got {score}'
     return None
 

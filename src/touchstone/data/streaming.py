@@ -271,14 +271,19 @@ def data_digest(batches: Iterable[Sequence[Record]]) -> str:
 
 
 def _digest_batch(digest: Any, batch: Sequence[Record]) -> None:
+    encode, update = _DIGEST_ENCODE, digest.update
     for rec in batch:
-        digest.update(json.dumps(rec.data, sort_keys=True, default=_opaque).encode("utf-8", "surrogatepass"))
-        digest.update(b"\n")
+        update(encode(rec.data).encode("utf-8", "surrogatepass"))
+        update(b"\n")
 
 
 def _opaque(value: Any) -> str:
     """An object JSON cannot hold, by its type only (its repr may hold a memory address)."""
     return f"<{type(value).__qualname__}>"
+
+
+_DIGEST_ENCODE = json.JSONEncoder(sort_keys=True, default=_opaque).encode
+"""``json.dumps(value, sort_keys=True, default=_opaque)``, its encoder made once."""
 
 
 def streams(data: Any) -> bool:
