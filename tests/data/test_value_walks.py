@@ -52,13 +52,13 @@ def test_depth_is_judged_alike(levels: int) -> None:
     assert value_problem(value) == _walk_problem(value)
 
 
-def _full_id_list(value: Any, score_field: str, numeric_required: bool) -> str | None:
+def _full_id_list(value: list[Any], score_field: str, numeric_required: bool) -> str | None:
     """The item checks without the quick path (a subclass of dict takes the full checks)."""
 
     class Box(dict[str, Any]):
         pass
 
-    boxed = [Box(item) if type(item) is dict else item for item in value] if isinstance(value, list) else value
+    boxed = [Box(item) if type(item) is dict else item for item in value]
     return _check_id_list(boxed, score_field, numeric_required)
 
 
