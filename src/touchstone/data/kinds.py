@@ -98,6 +98,11 @@ def _check_context(value: Any) -> str | None:
 def _check_id_list(value: Any, score_field: str, numeric_required: bool) -> str | None:
     if not isinstance(value, list):
         return f"expected a list of document ids or of {{document_id, {score_field}}} objects, {_got(value)}"
+    try:  # ids that are all texts (the usual ranking): nothing more to check
+        "".join(value)
+        return None
+    except TypeError:
+        pass
     for i, item in enumerate(value):
         kind = type(item)
         if kind is str or kind is int:  # the usual ids, told apart at once

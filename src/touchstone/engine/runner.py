@@ -139,7 +139,8 @@ def evaluate(
         source: RowSource = open_dataset(data, evs, mappings, has_target=target is not None,
                                          executor=executor)
     else:
-        source = open_source(data, evs, mappings, has_target=target is not None)
+        with collector_paused():  # rows copied, checked and hashed: no cycles (see touchstone._gc)
+            source = open_source(data, evs, mappings, has_target=target is not None)
 
     retry = _retry_kinds(options.pop("retry_failed", None))
     run_store = open_store(store)
