@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +64,35 @@ def test_a_run_over_the_limit_sends_inputs(monkeypatch: pytest.MonkeyPatch) -> N
 def test_a_worker_without_records_says_so() -> None:
     with pytest.raises(RuntimeError, match="not handed the run's records"):
         executors.score_inherited(F1ScoreEvaluator(), (), [0])
+
+
+def test_workers_holding_the_records_encode_them_as_the_store_does() -> None:
+    from touchstone.store.sql import dumps
+
+    records = _records(50)
+    odd = {"response": "caf\u00e9 \u2028 x", "ground_truth": None, "n": [1, {"k": 2.5}]}
+    records[3] = Record(odd, "rows", 4)
+    executor = LocalExecutor(records, processes=2, whole=records)
+    try:
+        got = asyncio.run(executor.encoded_rows([0, 3, 49]))
+    finally:
+        executor.close()
+    assert got == [dumps(records[i].data) for i in (0, 3, 49)]
+    sent = LocalExecutor(records, processes=2)
+    try:
+        assert asyncio.run(sent.encoded_rows([0])) is None  # the store encodes them then
+    finally:
+        sent.close()
+
+
+def test_a_pooled_run_stores_the_rows_it_was_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from touchstone import evaluate
+    from touchstone.engine import runner
+    from touchstone.store import open_store
+
+    monkeypatch.setattr(runner, "PARALLEL_MIN_ROWS", 100)
+    data = [dict(r.data, extra={"i": i, "t": "\u00e9"}) for i, r in enumerate(_records(300))]
+    store = str(tmp_path / "runs.db")
+    result = evaluate(data=data, evaluators={"f1": F1ScoreEvaluator()}, store=store, workers=2)
+    stored = open_store(store).get_rows(result.run["id"])
+    assert [row.data for row in stored] == data

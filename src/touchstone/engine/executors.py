@@ -39,6 +39,7 @@ from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import Evaluator
 from touchstone.scores import Outcome, ScoreLine
 from touchstone.store.base import score_lines
+from touchstone.store.sql import dumps
 from touchstone.store.sqlite import encode_outputs
 
 if TYPE_CHECKING:
@@ -127,6 +128,13 @@ class LocalExecutor:
         rows = [direct_inputs(plan, self._records[i].data) for i in indices]
         return await loop.run_in_executor(self._pool, score_wire, ev, rows)
 
+    async def encoded_rows(self, indices: list[int]) -> list[str] | None:
+        """The rows ``indices``' data as the store's JSON, encoded by a worker that holds the records;
+        None when the workers do not hold them (the store encodes them then)."""
+        if self._pool is None or not self._inherited:
+            return None
+        return await asyncio.get_running_loop().run_in_executor(self._pool, encode_inherited, indices)
+
     async def run_jobs(self, jobs: Iterable[Callable[[], Awaitable[None]]], concurrency: int) -> None:
         it = iter(jobs)
 
@@ -207,12 +215,21 @@ def start_worker(parent: int, records: Sequence[Record] | None) -> None:
     _Worker.records = records
 
 
-def score_inherited(ev: Evaluator, plan: Plan, indices: list[int]) -> list[WireRow]:
-    """In a worker holding the run's records: score the rows ``indices`` (plain column inputs)."""
+def encode_inherited(indices: list[int]) -> list[str]:
+    """In a worker holding the run's records: the rows ``indices``' data as the store's JSON."""
+    return [dumps(record.data) for record in _inherited_records(indices)]
+
+
+def _inherited_records(indices: list[int]) -> list[Record]:
     records = _Worker.records
     if records is None:
         raise RuntimeError("this worker process was not handed the run's records")
-    return score_wire(ev, [direct_inputs(plan, records[i].data) for i in indices])
+    return [records[i] for i in indices]
+
+
+def score_inherited(ev: Evaluator, plan: Plan, indices: list[int]) -> list[WireRow]:
+    """In a worker holding the run's records: score the rows ``indices`` (plain column inputs)."""
+    return score_wire(ev, [direct_inputs(plan, record.data) for record in _inherited_records(indices)])
 
 
 def exit_with_parent(parent: int) -> None:

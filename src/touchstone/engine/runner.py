@@ -476,9 +476,12 @@ class _Runner:
         for start, batch in self.source.batches():
             await self._batch_rows(start, batch)
 
-    async def _batch_rows(self, start: int, batch: list[Record]) -> None:
+    async def _batch_rows(
+        self, start: int, batch: list[Record],
+        encode: Callable[[list[int]], Awaitable[list[str] | None]] | None = None,
+    ) -> None:
         """Store one batch's input rows (running the target on those that need it) and feed them
-        to the figures."""
+        to the figures. ``encode``: gives the rows' JSON for the store (a pool's workers make it)."""
         stop = start + len(batch)
         stored: dict[int, tuple[dict[str, Any] | None, str | None]] = {}
         if self.resumed:
@@ -490,8 +493,10 @@ class _Runner:
         missing = [i for i in range(start, stop) if i not in stored]
         if self.target is None:
             recs = [(i, batch[i - start]) for i in missing]
+            texts = await encode(missing) if encode is not None and missing else None
             self._writes.submit(self.store.put_rows, self.ctx.run_id, [
-                StoredRow(i, rec.source, rec.line, rec.data, None, None) for i, rec in recs
+                StoredRow(i, rec.source, rec.line, rec.data, None, None, None if texts is None else texts[k])
+                for k, (i, rec) in enumerate(recs)
             ])
         else:
             self.targets.update(stored)
@@ -653,16 +658,19 @@ class _Runner:
                 self._tick(len(chunk))
             return
         retiring: list[asyncio.Task[None]] = []
+        encode = getattr(executor, "encoded_rows", None)
         for start, batch in self.source.batches():
+            tasks: list[asyncio.Task[None]] = []
             if self.rows_with_sync:
-                await self._batch_rows(start, batch)
+                # The rows' JSON is made by a worker beside the batch's scoring (rows of ranked
+                # lists are large: encoding them was a third of what the store's thread did).
+                tasks.append(asyncio.create_task(self._batch_rows(start, batch, encode)))
             window.hold(start, batch)
             if self.keep:
                 # The results held so far leave the collector's view (the pool's close gives them
                 # back): each older-generation pass walked all of them again, 2 s of the parent's
                 # 15 s of CPU on 100,000 rows of five metrics.
                 gc.freeze()
-            tasks: list[asyncio.Task[None]] = []
             for name, ev in evs.items():
                 todo = self._todo(name, start, len(batch))
                 for s in range(0, len(todo), BATCH_ROWS):

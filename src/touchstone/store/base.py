@@ -13,7 +13,7 @@ queries, not JSON decoding.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
@@ -77,6 +77,9 @@ class StoredRow:
     data: dict[str, Any]
     target: dict[str, Any] | None
     target_error: str | None
+    data_json: str | None = field(default=None, compare=False, repr=False)
+    """``data`` as the store's JSON text, when it was encoded ahead (the engine has a pool's workers
+    do it, so that the store's writing thread is left the database's own work)."""
 
 
 class ScoreRecord(NamedTuple):

@@ -183,8 +183,8 @@ class SqlStore(ABC):
     def put_rows(self, run_id: str, rows: Iterable[StoredRow]) -> None:
         """Write (or replace) input rows of a run."""
         lines = [
-            (run_id, r.idx, r.source, r.line, dumps(r.data), None if r.target is None else dumps(r.target),
-             r.target_error)
+            (run_id, r.idx, r.source, r.line, dumps(r.data) if r.data_json is None else r.data_json,
+             None if r.target is None else dumps(r.target), r.target_error)
             for r in rows
         ]
         upsert = self.dialect.sql(self.dialect.upsert("rows", ROW_COLUMNS, ("run_id", "idx")))
