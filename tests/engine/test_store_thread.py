@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,3 +76,18 @@ def test_close_drains_and_later_writes_run_in_the_caller() -> None:
     assert [i for i, _ in done] == [1]
     writer.submit(lambda: done.append((2, threading.get_ident())))
     assert done[-1] == (2, threading.get_ident())
+
+
+def test_a_run_whose_store_fails_to_write_results_says_so(tmp_path: Path) -> None:
+    from touchstone import evaluate
+    from touchstone.evaluators.text import F1ScoreEvaluator
+    from touchstone.store.sqlite import RunStore
+
+    class FullDisk(RunStore):
+        def put_scores(self, *args: Any, **kwargs: Any) -> None:
+            raise OSError("no space left on device")
+
+    data = [{"response": f"a b {i}", "ground_truth": "a b"} for i in range(40)]
+    with pytest.raises(OSError, match="no space left"):
+        store = FullDisk(tmp_path / "runs.db")
+        evaluate(data=data, evaluators={"f1": F1ScoreEvaluator()}, store=store, workers=1)

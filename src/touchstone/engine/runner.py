@@ -402,8 +402,11 @@ class _Runner:
                 if self.rows_file is not None:
                     await stack.enter_async_context(self.rows_file.during(self))
                 await self._execute()
-        finally:
-            self._writes.close()  # also when the run stops early: nothing that was scored is lost
+        except BaseException:
+            with contextlib.suppress(Exception):  # what was scored is written; a broken store must
+                self._writes.close()  # not hide the error that stopped the run
+            raise
+        self._writes.close()
 
     async def _execute(self) -> None:
         self.stored = self._stored_results()
