@@ -83,6 +83,17 @@ def test_stored_run_settings_and_resume_plan(tmp_path: Path) -> None:
     assert plan.evaluate_kwargs()["evaluator_config"] == config and plan.resume == run_id
 
 
+def test_a_resumed_run_keeps_an_int_threshold_an_int(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs.db")
+    config = {"evaluators": {"coherence": {"metric": "coherence", "options": {"threshold": 3}},
+                             "fluency": {"metric": "fluency", "options": {"threshold": 3.5}},
+                             "odd": {"metric": "odd", "options": {"threshold": True}}}}
+    run_id = store.create_run(config, None, "0")
+    stored = stored_run_settings(tmp_path / "runs.db", run_id)
+    assert stored.thresholds == {"coherence": 3, "fluency": 3.5}
+    assert type(stored.thresholds["coherence"]) is int  # the rows of the resumed run show 3, as before
+
+
 def test_metric_catalogue_and_input_modes() -> None:
     catalogue = {info.name: info for info in metric_catalogue()}
     assert catalogue.keys() == registry.available().keys()

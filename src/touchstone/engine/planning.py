@@ -229,8 +229,9 @@ def stored_run_settings(store: str | os.PathLike[str] | None, run_id: str) -> St
         metric = ev.get("metric") or name
         names.append(metric)
         opts = ev.get("options") or {}
-        if isinstance(opts.get("threshold"), (int, float)):
-            thresholds[metric] = float(opts["threshold"])
+        threshold = opts.get("threshold")
+        if isinstance(threshold, (int, float)) and not isinstance(threshold, bool):
+            thresholds[metric] = threshold  # as stored: an int threshold stays one in the resumed rows
         if judge is None:
             judge = _judge_from_description(opts.get("judge"))
         restored = _restorable_options(metric, opts)
