@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -44,6 +43,9 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scale_local import tree, write_rows  # the same rows and process-tree walk
 
 ROOT = Path(__file__).resolve().parents[1]
 LATENCY = 0.2
@@ -97,40 +99,8 @@ print(json.dumps({"seconds": seconds, "rows": len(result.rows), "failed": result
 """
 
 
-def write_rows(path: Path, n: int) -> None:
-    """``n`` rows of random sentences (16 words, 3-14 each, 20% exact matches), as JSON lines."""
-    rng = random.Random(1)
-    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "far", "blue", "sky", "red", "fox",
-             "jumps", "over", "lazy"]
-    with path.open("w", encoding="utf-8") as fh:
-        for _ in range(n):
-            truth = " ".join(rng.choices(words, k=rng.randint(3, 14)))
-            response = truth if rng.random() < 0.2 else " ".join(rng.choices(words, k=rng.randint(3, 14)))
-            fh.write(json.dumps({"response": response, "ground_truth": truth}) + "\n")
-
-
 PAGE = os.sysconf("SC_PAGE_SIZE")
 ROLES = ("driver", "raylet", "gcs", "task_workers", "ray_data_actors", "other")
-
-
-def tree(root: int) -> list[int]:
-    """``root`` and its descendants."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-                parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    members, frontier = [root], [root]
-    while frontier:
-        pid = frontier.pop()
-        for child, parent in parents.items():
-            if parent == pid and child not in members:
-                members.append(child)
-                frontier.append(child)
-    return members
 
 
 def role(pid: int, root: int) -> str:
