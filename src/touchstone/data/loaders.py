@@ -102,14 +102,24 @@ def _read_bytes(path: Path) -> bytes:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise InputValidationError([Problem(str(path), None, None, f"cannot read: {reason}")]) from None
-    found = next((what for magic, what in _NOT_TEXT if raw.startswith(magic)), None)
+        raise unreadable(path, exc) from None
+    check_text_start(path, raw)
+    return raw
+
+
+def unreadable(path: Path, exc: OSError) -> InputValidationError:
+    """The one Problem of a file that cannot be read (permissions, an I/O error)."""
+    reason = exc.strerror or type(exc).__name__
+    return InputValidationError([Problem(str(path), None, None, f"cannot read: {reason}")])
+
+
+def check_text_start(path: Path, head: bytes) -> None:
+    """Raise one Problem when the file's first bytes say it is UTF-16/32 or compressed."""
+    found = next((what for magic, what in _NOT_TEXT if head.startswith(magic)), None)
     if found is not None:
         raise InputValidationError(
             [Problem(str(path), None, None, f"the file is {found}; expected UTF-8 text")]
         )
-    return raw
 
 
 _NOT_TEXT = (

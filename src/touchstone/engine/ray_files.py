@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from touchstone.data import streaming
-from touchstone.data.loaders import _NOT_TEXT, Record, _check_regular_file
+from touchstone.data.loaders import Record, _check_regular_file, check_text_start, unreadable
 from touchstone.errors import InputValidationError, Problem
 
 RECORD = "__touchstone_record__"
@@ -151,12 +151,8 @@ def _kind(file: Path, low: str, streamed: bool) -> str:
             while not first and (more := fh.read(SCAN_BYTES)):  # leading whitespace: read on
                 first = more.lstrip()
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise InputValidationError([Problem(str(file), None, None, f"cannot read: {reason}")]) from None
-    found = next((what for magic, what in _NOT_TEXT if head.startswith(magic)), None)
-    if found is not None:
-        problem = Problem(str(file), None, None, f"the file is {found}; expected UTF-8 text")
-        raise InputValidationError([problem])
+        raise unreadable(file, exc) from None
+    check_text_start(file, head)
     if low == ".json" and first.startswith(b"["):
         return "whole"  # one JSON array, parsed whole as a local run parses it
     return "jsonl"
