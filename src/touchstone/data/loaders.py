@@ -51,19 +51,20 @@ CSV_FIELD_LIMIT = 1 << 30
 def load_records(data: DataSource) -> list[Record]:
     """Load rows from a path (``.jsonl``/``.json``, ``.csv``, ``.parquet``), a DataFrame or a list of
     dicts."""
+    records, unchecked = load_unchecked(data)
+    return check_values(records) if unchecked else records
+
+
+def load_unchecked(data: DataSource) -> tuple[list[Record], bool]:
+    """:func:`load_records` in two steps: the records, and True when their values are still to be
+    checked with :func:`check_values` (rows of a DataFrame or a list of dicts; a file's rows are
+    checked as they are parsed)."""
     if isinstance(data, (str, os.PathLike)):
-        path = Path(data)
-        _check_regular_file(path)
-        suffix = path.suffix.lower()
-        if suffix == ".csv":
-            return _load_csv(path)
-        if suffix in (".parquet", ".pq"):
-            return _load_parquet(path)
-        return _load_jsonl(path)
+        return _load_path(data), False
     if _is_dataframe(data):
-        return _checked(_load_frame(data, "<dataframe>"))
+        return _load_frame(data, "<dataframe>"), True
     if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
-        return _checked(_load_list(data, "<list>"))
+        return _load_list(data, "<list>"), True
     raise InputValidationError(
         [
             Problem(
@@ -74,6 +75,17 @@ def load_records(data: DataSource) -> list[Record]:
             )
         ]
     )
+
+
+def _load_path(data: str | os.PathLike[str]) -> list[Record]:
+    path = Path(data)
+    _check_regular_file(path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return _load_csv(path)
+    if suffix in (".parquet", ".pq"):
+        return _load_parquet(path)
+    return _load_jsonl(path)
 
 
 def _check_regular_file(path: Path) -> None:
@@ -264,8 +276,9 @@ def _plainly_fine(data: Mapping[str, Any]) -> bool:
     return True
 
 
-def _checked(records: list[Record]) -> list[Record]:
-    """Records from Python objects (a list of dicts, a DataFrame) checked as files are."""
+def check_values(records: list[Record]) -> list[Record]:
+    """Records from Python objects (a list of dicts, a DataFrame) checked as files are: raises
+    :class:`InputValidationError` naming each row whose values no file or store can hold."""
     problems = [
         p for r in records
         if not _plainly_fine(r.data) and (p := _row_problem(r.data, r.source, r.line)) is not None
@@ -359,8 +372,8 @@ def _load_json_array(raw: bytes, source: str) -> list[Record]:
     if problem is not None:
         raise InputValidationError([problem])
     if not isinstance(values, list):
-        return _checked(_load_list([values], source, in_file=True))
-    return _checked(_load_list(values, source, in_file=True))
+        return check_values(_load_list([values], source, in_file=True))
+    return check_values(_load_list(values, source, in_file=True))
 
 
 def _maybe_json(value: str) -> Any:
@@ -436,7 +449,7 @@ def _load_parquet(path: Path) -> list[Record]:
         raise InputValidationError(
             [Problem(str(path), None, None, f"not a readable Parquet file: {exc}")]
         ) from None
-    return _checked(_load_frame(frame, str(path)))
+    return check_values(_load_frame(frame, str(path)))
 
 
 def _plain(value: Any) -> Any:

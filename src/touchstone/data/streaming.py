@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from touchstone.data.digest_aside import PendingDigest
 from touchstone.data.loaders import _SURROGATE_ESCAPE as SURROGATE_ESCAPE
 from touchstone.data.loaders import (
     CSV_FIELD_LIMIT,
@@ -32,7 +33,8 @@ from touchstone.data.loaders import (
     _plain,
     _plainly_fine,
     _row_problem,
-    load_records,
+    check_values,
+    load_unchecked,
 )
 from touchstone.data.mapping import Ref
 from touchstone.data.validation import Validation, validate_records
@@ -231,10 +233,11 @@ class RowSource:
 class MemorySource(RowSource):
     """Rows loaded whole (a small file, a list of dicts, a DataFrame)."""
 
-    def __init__(self, records: Sequence[Record]) -> None:
+    def __init__(self, records: Sequence[Record], digest: str | None = None) -> None:
+        """``digest``: the rows' :func:`data_digest` when it is already known."""
         self.records = records
         self.n_rows = len(records)
-        self.digest = data_digest([records])
+        self.digest = digest if digest is not None else data_digest([records])
 
     def batches(self, batch_rows: int | None = None) -> Iterator[tuple[int, list[Record]]]:
         records = self.records
@@ -317,9 +320,16 @@ def open_source(
     :func:`~touchstone.data.validation.validate_records` report them), anything else loaded whole.
     Raises :class:`InputValidationError` before anything is scored."""
     if not streams(data):
-        records = load_records(data)
-        validate_records(records, evaluators, mappings, has_target)
-        return MemorySource(records)
+        records, unchecked = load_unchecked(data)
+        pending = PendingDigest(records, data_digest)  # in a forked child where worth it (digest_aside)
+        try:
+            if unchecked:
+                check_values(records)
+            validate_records(records, evaluators, mappings, has_target)
+            rows_digest = pending.result()
+        finally:
+            pending.cancel()
+        return MemorySource(records, rows_digest)
     path = Path(data)
     problems: list[Problem] = []
     check = Validation(evaluators, mappings, has_target)
