@@ -73,9 +73,9 @@ def hostile_data(tmp_path: Path) -> Path:
 def test_eval_runs_and_show_print_hostile_strings_as_text(
     hostile_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from touchstone.cli import common
-
-    monkeypatch.setattr(common.out, "width", 1000)  # table cells on one line, so they can be read back
+    # table cells on one line, so they can be read back. (Not by setting ``common.out.width``: undoing
+    # that pins the console at the width it had, 80 columns, for every later test.)
+    monkeypatch.setenv("COLUMNS", "1000")
     store = str(tmp_path / "runs.db")
     out = tmp_path / "out"
     ran = run_cli("eval", str(hostile_data), "-m", "f1_score", "--store", store, "--out", str(out), "-q",
