@@ -7,9 +7,11 @@ same N rows with ``evaluate()`` at ``concurrency`` 64 (cache off), first with ``
 four severities in one structured reply), then with the four calls per row the compatible SDK makes,
 and report seconds, judge calls per row, calls/s and the share of the server's capacity used. A
 20-row run of each mode first warms the process (lazy imports); it is not reported. Each mode is
-measured *cold* (what the process learnt about the server forgotten first, as a new process meets it:
-one contact probe, structured output negotiated; see ``touchstone.judges.known_servers``) and *warm*
-(a later run in the same process, which starts from what the earlier one learnt).
+measured three ways (see ``touchstone.judges.known_servers``): against a server *never met* (what
+this process and the shared file knew of it forgotten first: one contact probe, structured output
+negotiated), as a *new process* meets a server met before (this process's memory forgotten, the
+shared file kept: no probe), and *warm* (a later run in the same process). The shared file is a
+temporary one (``TOUCHSTONE_SERVERS``), never the user's.
 
     python benchmarks/safety_throughput.py [--rows 1000] [--transport aiohttp]
 """
@@ -46,17 +48,24 @@ def write_data(path: Path, n: int) -> None:
             )
 
 
+SCENARIOS = {
+    "never": "a server never met",
+    "process": "a new process, server met before",
+    "warm": "warm",
+}
+
+
 def run(
     base_url: str, data: Path, one_call: bool, work: Path, transport: str, concurrency: int, *,
-    cold: bool = False,
+    scenario: str = "warm",
 ) -> dict[str, Any]:
     import openai  # noqa: F401 - imported before the clock
 
     from touchstone import ContentSafetyEvaluator, evaluate
     from touchstone.judges import known_servers
 
-    if cold:  # as a new process meets the server: one contact probe, structured output negotiated
-        known_servers.forget_all()
+    if scenario != "warm":  # "never": one contact probe, structured output negotiated
+        known_servers.forget_all(disk=scenario == "never")
 
     model = {"model": "gpt-4o-mini", "base_url": base_url, "api_key": "sk-bench"}
     ev = ContentSafetyEvaluator(model, one_call=one_call)
@@ -65,7 +74,7 @@ def run(
     result = evaluate(
         data=str(data),
         evaluators={"content_safety": ev},
-        store=work / f"runs-{one_call}-{cold}.db",
+        store=work / f"runs-{one_call}-{scenario}.db",
         concurrency=concurrency,
         cache=False,
         http_transport=transport,
@@ -76,7 +85,7 @@ def run(
     rows = len(result.rows)
     calls = int(stats.get("calls", 0) or 0)
     return {
-        "label": f"ContentSafetyEvaluator one_call={one_call} ({'cold: a new server' if cold else 'warm'})",
+        "label": f"ContentSafetyEvaluator one_call={one_call} ({SCENARIOS[scenario]})",
         "rows": rows,
         "failed": result.n_failed,
         "seconds": round(elapsed, 2),
@@ -98,6 +107,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=CAP)
     args = parser.parse_args()
 
+    os.environ["TOUCHSTONE_SERVERS"] = str(Path(tempfile.mkdtemp()) / "servers.json")
     port = free_port()
     server = start_server(port)
     base_url = f"http://127.0.0.1:{port}/v1"
@@ -114,10 +124,9 @@ def main() -> None:
             for one_call in (True, False):
                 run(base_url, warm, one_call, work / "warm", args.transport, args.concurrency)
             for one_call in (True, False):
-                for cold in (True, False):
-                    results.append(
-                        run(base_url, data, one_call, work, args.transport, args.concurrency, cold=cold)
-                    )
+                for scenario in SCENARIOS:
+                    results.append(run(base_url, data, one_call, work, args.transport, args.concurrency,
+                                       scenario=scenario))
                     print(json.dumps(results[-1]), flush=True)
     finally:
         server.terminate()
@@ -133,8 +142,8 @@ def main() -> None:
             f"{r['calls_per_row']} calls/row, {r['rows_per_s']} rows/s, {r['calls_per_s']} calls/s "
             f"= {100 * r['share_of_capacity']:.1f}% of capacity"
         )
-    if len(results) == 4 and results[1]["seconds"]:
-        ratio = results[3]["seconds"] / results[1]["seconds"]
+    if len(results) == 6 and results[2]["seconds"]:
+        ratio = results[5]["seconds"] / results[2]["seconds"]
         print(f"one call per row is {ratio:.2f}x faster per row (warm)")
 
 

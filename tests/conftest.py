@@ -20,11 +20,15 @@ def _private_judge_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
 
 
 @pytest.fixture(autouse=True)
-def _fresh_server_knowledge() -> None:
-    """Each test meets its judge servers as a new process does: nothing remembered from another
-    test's run (tests/judges/test_known_servers.py checks the remembering itself)."""
+def _fresh_server_knowledge(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test meets its judge servers as on a new machine: nothing remembered from another test's
+    run, in this process or in the file processes share, which is the test's own (never the user's
+    ``~/.touchstone/servers.json``; tests/judges/test_known_servers.py checks the remembering)."""
     from touchstone.judges import known_servers
 
+    monkeypatch.setenv("TOUCHSTONE_SERVERS", str(tmp_path_factory.mktemp("servers") / "servers.json"))
     known_servers.forget_all()
 
 

@@ -133,6 +133,11 @@ class JudgeSession:
             known = self._config_ids[id(config)] = (config, config.session_key(), config.cache_identity())
         return known[1], known[2]
 
+    def _server_key(self, config: ModelConfiguration) -> str:
+        """What :mod:`~touchstone.judges.known_servers` keeps a server under on disk: provider,
+        endpoint without credentials, a salted digest of the credential, and the model."""
+        return f"{self._cache_identity(config)}|{config.model_name}"
+
     def backend(self, config: ModelConfiguration) -> Backend:
         key = self._session_key(config)
         backend = self._backends.get(key)
@@ -144,7 +149,7 @@ class JudgeSession:
             except ConfigurationError as exc:
                 self.aborted = RunAbortedError(f"judge model {config.model_name!r}: {exc}")
                 raise self._abort_copy() from None
-            if known_servers.recall(key, backend) is not None:
+            if known_servers.recall(key, backend, self._server_key(config)) is not None:
                 self._remembered.add(key)
             self._backends[key] = backend
             self._configs[key] = config
@@ -153,7 +158,8 @@ class JudgeSession:
     async def close_connections(self) -> None:
         """Close the HTTP clients (they are opened again by the next call, with fresh limits)."""
         for key, backend in self._backends.items():
-            known_servers.remember(key, backend)
+            config = self._configs.get(key)
+            known_servers.remember(key, backend, None if config is None else self._server_key(config))
         backends = list(self._backends.values())
         self._backends.clear()
         for backend in backends:
