@@ -121,9 +121,15 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100_000)
     parser.add_argument("--docs", type=int, default=100)
     parser.add_argument("--skip-evaluate", action="store_true")
+    parser.add_argument("--evaluate-only", type=int, default=0, metavar="N",
+                        help="only time evaluate(), N times, in a process that ran nothing else first")
     args = parser.parse_args()
     rows = make_data(args.queries, args.docs)
     print(f"{args.queries} queries x {args.docs} documents, {os.cpu_count()} CPUs", flush=True)
+    if args.evaluate_only:
+        for _ in range(args.evaluate_only):
+            print(f"touchstone evaluate() end to end: {run_evaluate(rows):.2f} s", flush=True)
+        return
 
     t_ts, ours = run_touchstone(rows)
     print(
