@@ -74,7 +74,7 @@ def test_a_later_run_starts_from_what_the_first_learnt(
     assert in_flight[1] >= 2  # no probe: the first requests went out together
     model = second.run["judge"]["models"][0]
     assert model["structured_output"] == "json_object"
-    assert model["negotiated"].startswith("remembered")
+    assert model["negotiated"] == "remembered from an earlier run in this process"
 
 
 def test_a_remembered_server_failing_every_call_still_stops_early(
@@ -139,7 +139,7 @@ def test_a_new_process_starts_from_the_shared_file(
         env=env, capture_output=True, text=True, timeout=120, check=True,
     )
     failed, negotiated = json.loads(done.stdout.strip().splitlines()[-1])
-    assert failed == 0 and negotiated.startswith("remembered")
+    assert failed == 0 and negotiated.startswith("remembered") and "another process" in negotiated
     assert formats(server) == ["json_object"] * 12  # the other process did not try json_schema
     assert in_flight[1] >= 2  # nor probe the server first
 
@@ -152,8 +152,9 @@ def test_a_server_never_met_is_probed_again(
     known_servers.forget_all()  # a new process: the file still knows the server
     server.reset()
     in_flight.clear()
-    run(server, tmp_path, "second")
+    second = run(server, tmp_path, "second")
     assert formats(server)[0] == "json_object" and in_flight[1] >= 2
+    assert "the shared servers file" in second.run["judge"]["models"][0]["negotiated"]
     known_servers.forget_all(disk=True)  # a new machine
     server.reset()
     in_flight.clear()

@@ -54,6 +54,9 @@ class ServerTraits:
     structured: str | None
     unsupported: frozenset[str]
     learnt_at: float
+    source: str = "process"
+    """Where a recalled server came from: ``process`` (this process's memory) or ``file`` (the
+    shared file: a run of another process)."""
 
     def fresh(self) -> bool:
         return 0.0 <= time.time() - self.learnt_at <= REMEMBER_FOR
@@ -142,6 +145,7 @@ def _traits(entry: Any) -> ServerTraits:
         None if structured is None else str(structured),
         frozenset(str(p) for p in entry.get("unsupported", [])),
         float(entry["learnt_at"]),
+        "file",
     )
 
 

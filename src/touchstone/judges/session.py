@@ -106,7 +106,7 @@ class JudgeSession:
         self._final_info: dict[str, Any] | None = None
         self.users = 0
         self._hedges = 0
-        self._remembered: set[str] = set()  # backends started from an earlier run's knowledge
+        self._remembered: dict[str, str] = {}  # backends started from an earlier run's knowledge: from where
         self._config_ids: dict[int, tuple[ModelConfiguration, str, str]] = {}
 
     # ------------------------------------------------------------------ resources
@@ -149,8 +149,9 @@ class JudgeSession:
             except ConfigurationError as exc:
                 self.aborted = RunAbortedError(f"judge model {config.model_name!r}: {exc}")
                 raise self._abort_copy() from None
-            if known_servers.recall(key, backend, self._server_key(config)) is not None:
-                self._remembered.add(key)
+            traits = known_servers.recall(key, backend, self._server_key(config))
+            if traits is not None:
+                self._remembered[key] = traits.source
             self._backends[key] = backend
             self._configs[key] = config
         return backend
@@ -197,7 +198,10 @@ class JudgeSession:
                 if backend.structured.decided:
                     entry["structured_output"] = backend.structured.mode
                 if key in self._remembered:
-                    entry["negotiated"] = "remembered from an earlier run in this process"
+                    entry["negotiated"] = (
+                        "remembered from an earlier run in this process" if self._remembered[key] == "process"
+                        else "remembered from an earlier run of another process (the shared servers file)"
+                    )
                 transport = getattr(backend, "transport", None)
                 if transport is not None:
                     entry["http_transport"] = transport
