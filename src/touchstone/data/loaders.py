@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from touchstone.data.kinds import joined_texts
 from touchstone.errors import InputValidationError, Problem
 
 STRUCTURED_FIELDS = (
@@ -201,7 +202,7 @@ def _clean(value: Any) -> bool:
                     return False
             children: Any = item.values()
         else:
-            text = _joined(item)
+            text = joined_texts(item)
             if text is not None:  # a list of texts (ranked ids): one check of them all, at C speed
                 if not text.isascii() and _SURROGATE.search(text):
                     return False
@@ -215,15 +216,6 @@ def _clean(value: Any) -> bool:
             elif kind not in _LEAVES:
                 push((sub, depth + 1))
     return True
-
-
-def _joined(items: list[Any] | tuple[Any, ...]) -> str | None:
-    """The texts of a list that holds only texts, joined (no character is made or lost by joining);
-    None when it holds anything else."""
-    try:
-        return "".join(items)
-    except TypeError:
-        return None
 
 
 def _walk_problem(value: Any) -> tuple[str, str] | None:

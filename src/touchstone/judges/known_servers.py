@@ -63,6 +63,11 @@ class ServerTraits:
 
 
 _KNOWN: dict[str, ServerTraits] = {}
+_WRITTEN: dict[str, ServerTraits] = {}
+"""What this process last wrote to the shared file, per server: a session that closes after every
+standalone evaluator call must not rewrite the file each time with the same traits."""
+REWRITE_AFTER = 600.0
+"""Seconds after which unchanged traits are written again (so the file's entry stays fresh)."""
 _LOCK = threading.Lock()
 
 
@@ -89,8 +94,18 @@ def remember(key: str, backend: Backend, disk_key: str | None = None) -> None:
     traits = ServerTraits(structured, frozenset(backend.unsupported), time.time())
     with _LOCK:
         _KNOWN[key] = traits
-        if disk_key is not None:
+        if disk_key is not None and not _written_lately(disk_key, traits):
             _write(disk_key, traits)
+            _WRITTEN[disk_key] = traits
+
+
+def _written_lately(disk_key: str, traits: ServerTraits) -> bool:
+    """Whether this process wrote the same traits for the server less than :data:`REWRITE_AFTER` ago."""
+    last = _WRITTEN.get(disk_key)
+    return (
+        last is not None and (last.structured, last.unsupported) == (traits.structured, traits.unsupported)
+        and 0.0 <= traits.learnt_at - last.learnt_at < REWRITE_AFTER
+    )
 
 
 def recall(key: str, backend: Backend, disk_key: str | None = None) -> ServerTraits | None:
@@ -120,6 +135,7 @@ def forget_all(*, disk: bool = False) -> None:
     the shared file's too (a server never met)."""
     with _LOCK:
         _KNOWN.clear()
+        _WRITTEN.clear()
         path = servers_path()
         if disk and path is not None:
             with contextlib.suppress(OSError):
