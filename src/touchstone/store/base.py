@@ -15,11 +15,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 from touchstone._exceptions import ErrorBlame, ErrorCategory
 from touchstone.errors import ConfigurationError, StoreError
 from touchstone.scores import Score, ScoreLine, Status
+
+if TYPE_CHECKING:
+    from touchstone.store.comparisons import ComparisonReads
+    from touchstone.store.dashboard import DashboardReads
+    from touchstone.store.people import PeopleRepository
+    from touchstone.store.results import ResultsRepository
 
 
 class StoreVersionError(ConfigurationError):
@@ -168,6 +174,27 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release the connection; the store is not used afterwards."""
+        ...
+
+    # repositories: every query beyond the methods below goes through one of these
+    @property
+    def dashboard(self) -> DashboardReads:
+        """The dashboard's read models."""
+        ...
+
+    @property
+    def comparisons(self) -> ComparisonReads:
+        """What comparisons of runs and the monitor read."""
+        ...
+
+    @property
+    def people(self) -> PeopleRepository:
+        """Annotations, feedback and the active-learning queue."""
+        ...
+
+    @property
+    def results(self) -> ResultsRepository:
+        """A run's rows and results as the engine, compare and monitor read them back."""
         ...
 
     # runs

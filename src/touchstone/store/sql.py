@@ -14,12 +14,18 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from touchstone.scores import Score, ScoreLine, Status
 from touchstone.store.base import PutScoresItem, RunInfo, ScoreValue, StoredRow, score_lines
+
+if TYPE_CHECKING:
+    from touchstone.store.comparisons import SqlComparisonReads
+    from touchstone.store.dashboard import SqlDashboardReads
+    from touchstone.store.people import SqlPeopleRepository
+    from touchstone.store.results import SqlResultsRepository
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=True).encode
 
@@ -111,6 +117,35 @@ class SqlStore(ABC):
     dialect: ClassVar[Dialect]
     path: Path | str
     _lock: threading.RLock
+
+    # ------------------------------------------------------------------ repositories
+    @cached_property
+    def dashboard(self) -> SqlDashboardReads:
+        """The dashboard's read models."""
+        from touchstone.store.dashboard import SqlDashboardReads
+
+        return SqlDashboardReads(self)
+
+    @cached_property
+    def comparisons(self) -> SqlComparisonReads:
+        """What comparisons of runs and the monitor read."""
+        from touchstone.store.comparisons import SqlComparisonReads
+
+        return SqlComparisonReads(self)
+
+    @cached_property
+    def people(self) -> SqlPeopleRepository:
+        """Annotations, feedback and the queue."""
+        from touchstone.store.people import SqlPeopleRepository
+
+        return SqlPeopleRepository(self)
+
+    @cached_property
+    def results(self) -> SqlResultsRepository:
+        """A run's rows and results as the engine, compare and monitor read them back."""
+        from touchstone.store.results import SqlResultsRepository
+
+        return SqlResultsRepository(self)
 
     # ------------------------------------------------------------------ backend
     @property
