@@ -32,8 +32,13 @@ def run(
     rows: list[dict[str, str]], workers: int | None, out: Path | None, tmp: str, after: bool
 ) -> tuple[float, float]:
     from touchstone import evaluate
-    from touchstone.evaluators.overlap import BleuScoreEvaluator, GleuScoreEvaluator, RougeScoreEvaluator
-    from touchstone.evaluators.text import ExactMatchEvaluator, F1ScoreEvaluator
+    from touchstone.evaluators.text import (
+        BleuScoreEvaluator,
+        ExactMatchEvaluator,
+        F1ScoreEvaluator,
+        GleuScoreEvaluator,
+        RougeScoreEvaluator,
+    )
 
     evaluators: dict[str, Any] = {
         "f1_score": F1ScoreEvaluator(empty_answers_agree=True),

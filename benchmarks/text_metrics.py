@@ -199,8 +199,13 @@ def reference_loop(rows: list[dict[str, str]]) -> tuple[float, list[dict[str, fl
 # ------------------------------------------------------------------------------------- touchstone
 def touchstone_run(rows: list[dict[str, str]], workers: int | None) -> tuple[float, Any]:
     from touchstone import evaluate
-    from touchstone.evaluators.overlap import BleuScoreEvaluator, GleuScoreEvaluator, RougeScoreEvaluator
-    from touchstone.evaluators.text import ExactMatchEvaluator, F1ScoreEvaluator
+    from touchstone.evaluators.text import (
+        BleuScoreEvaluator,
+        ExactMatchEvaluator,
+        F1ScoreEvaluator,
+        GleuScoreEvaluator,
+        RougeScoreEvaluator,
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
@@ -224,8 +229,13 @@ def touchstone_run(rows: list[dict[str, str]], workers: int | None) -> tuple[flo
 def per_metric_costs(rows: list[dict[str, str]]) -> dict[str, float]:
     """Microseconds per row of each evaluator's ``score_batch`` alone (one process, libraries loaded):
     the floor any engine pays for these metrics."""
-    from touchstone.evaluators.overlap import BleuScoreEvaluator, GleuScoreEvaluator, RougeScoreEvaluator
-    from touchstone.evaluators.text import ExactMatchEvaluator, F1ScoreEvaluator
+    from touchstone.evaluators.text import (
+        BleuScoreEvaluator,
+        ExactMatchEvaluator,
+        F1ScoreEvaluator,
+        GleuScoreEvaluator,
+        RougeScoreEvaluator,
+    )
 
     costs = {}
     for name, ev in [

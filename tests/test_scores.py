@@ -36,7 +36,7 @@ def test_stored_outcome_rebuilds_the_scores_and_their_failure() -> None:
 
 
 def test_the_summary_of_lines_equals_the_summary_of_scores() -> None:
-    from touchstone.evaluators.overlap import RougeScoreEvaluator
+    from touchstone.evaluators.text import RougeScoreEvaluator
 
     ev = RougeScoreEvaluator("rougeL")
     outs = [ev.score_batch([{"response": f"a b {i}", "ground_truth": f"a {i % 3} c"}])[0] for i in range(40)]

@@ -27,14 +27,6 @@ from touchstone.evaluators.base import Evaluator, FunctionEvaluator, InputSpec
 from touchstone.evaluators.bertscore import BertScoreEvaluator
 from touchstone.evaluators.custom import FunctionMetric, RubricEvaluator, function_metric, metrics_from_file
 from touchstone.evaluators.groundedness_pro import GroundednessProEvaluator
-from touchstone.evaluators.overlap import (
-    BleuScoreEvaluator,
-    ChrfScoreEvaluator,
-    GleuScoreEvaluator,
-    MeteorScoreEvaluator,
-    RougeScoreEvaluator,
-    RougeType,
-)
 from touchstone.evaluators.perplexity import PerplexityEvaluator
 from touchstone.evaluators.quality import (
     CoherenceEvaluator,
@@ -57,7 +49,16 @@ from touchstone.evaluators.safety import (
     ViolenceEvaluator,
 )
 from touchstone.evaluators.semantic import EmbeddingSimilarityEvaluator
-from touchstone.evaluators.text import ExactMatchEvaluator, F1ScoreEvaluator
+from touchstone.evaluators.text import (
+    BleuScoreEvaluator,
+    ChrfScoreEvaluator,
+    ExactMatchEvaluator,
+    F1ScoreEvaluator,
+    GleuScoreEvaluator,
+    MeteorScoreEvaluator,
+    RougeScoreEvaluator,
+    RougeType,
+)
 from touchstone.judges.config import AzureOpenAIModelConfiguration, OpenAIModelConfiguration
 from touchstone.store.sqlite import RunStore
 

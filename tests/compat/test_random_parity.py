@@ -15,7 +15,7 @@ import pytest
 import touchstone
 from tests.compat.random_cases import all_cases
 from tests.compat.record_random import typed
-from touchstone.evaluators.overlap import wordnet_installed
+from touchstone.evaluators.text import wordnet_installed
 
 GOLDEN = Path(__file__).with_name("golden_random") / "lexical_retrieval.json"
 TOL = 1e-9

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from touchstone.evaluators import registry
-from touchstone.evaluators.overlap import (
+from touchstone.evaluators.text import (
     BleuScoreEvaluator,
     ChrfScoreEvaluator,
     GleuScoreEvaluator,
@@ -27,8 +27,8 @@ from touchstone.evaluators.overlap import (
     RougeScoreEvaluator,
     RougeType,
     WordTokenizer,
-    lcs_length,
 )
+from touchstone.evaluators.text.rouge import lcs_length
 from touchstone.scores import Outcome
 
 TOL = 1e-9
@@ -550,7 +550,7 @@ def test_failures_are_rows_not_crashes() -> None:
 
 
 def _wordnet_present() -> bool:
-    from touchstone.evaluators.overlap import wordnet_installed
+    from touchstone.evaluators.text import wordnet_installed
 
     return wordnet_installed()
 

@@ -1,7 +1,7 @@
 """The Treebank word tokenizer used by GLEU and METEOR equals nltk's on every text.
 
 ``WordTokenizer("nltk")`` runs nltk's own rules on Python's ``re`` engine for plain ASCII text and
-hands everything else to nltk's tokenizer (see ``touchstone.evaluators.overlap._treebank_tokenize``).
+hands everything else to nltk's tokenizer (see ``touchstone.evaluators.text.tokenize.treebank_tokenize``).
 The reference here is nltk itself, called directly: ``NLTKWordTokenizer().tokenize`` and
 ``nltk.word_tokenize(text, preserve_line=True)``. The texts are built to hit every rule: quotes of
 every kind, contractions, brackets, dashes, final periods, ellipses, colons before digits, currency,
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from nltk.tokenize import NLTKWordTokenizer, word_tokenize
 
-from touchstone.evaluators.overlap import WordTokenizer, _stdlib_treebank, _treebank_tokenize
+from touchstone.evaluators.text.tokenize import WordTokenizer, stdlib_treebank, treebank_tokenize
 
 # Pieces chosen to trigger each of the tokenizer's rules (and their boundaries).
 PIECES = [
@@ -122,7 +122,7 @@ def test_very_long_texts(text: str) -> None:
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="nltk's rules need possessive quantifiers (re, 3.11+)")
 def test_the_fast_path_is_really_taken_for_ascii() -> None:
-    fast = _stdlib_treebank(NLTKWordTokenizer)
+    fast = stdlib_treebank(NLTKWordTokenizer)
     assert fast is not None
     # every rule of the fast tokenizer is a stdlib ``re`` pattern, none is nltk's wrapped ``regex`` one
     rules = type(fast.__self__)
@@ -138,7 +138,7 @@ def test_the_fast_path_is_really_taken_for_ascii() -> None:
                 assert type(pattern).__module__ == "re", name
                 seen += 1
     assert seen >= 20
-    tokenize = _treebank_tokenize()
+    tokenize = treebank_tokenize()
     assert tokenize is not NLTKWordTokenizer().tokenize
     assert tokenize("Hello, world. It's 12:30!") == ["Hello", ",", "world.", "It", "'s", "12:30", "!"]
 
@@ -150,13 +150,13 @@ def test_bundled_punkt_model_reads_as_nltk_reads_it(tmp_path: Any, monkeypatch: 
     import nltk
     from nltk.tokenize.punkt import PunktTokenizer
 
-    from touchstone.evaluators.overlap import _PUNKT_DIR, _bundled_punkt_parameters
+    from touchstone.evaluators.text.tokenize import PUNKT_DIR, bundled_punkt_parameters
 
     # the same files installed as nltk data, read by nltk itself
-    shutil.copytree(_PUNKT_DIR, tmp_path / "tokenizers" / "punkt_tab" / "english")
+    shutil.copytree(PUNKT_DIR, tmp_path / "tokenizers" / "punkt_tab" / "english")
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
     nltks = PunktTokenizer("english")._params
-    ours = _bundled_punkt_parameters()
+    ours = bundled_punkt_parameters()
     assert ours.abbrev_types == nltks.abbrev_types and "mr" in ours.abbrev_types
     assert ours.collocations == nltks.collocations
     assert ours.sent_starters == nltks.sent_starters
@@ -164,7 +164,7 @@ def test_bundled_punkt_model_reads_as_nltk_reads_it(tmp_path: Any, monkeypatch: 
 
 
 def test_sdk_tokenizer_splits_sentences_as_word_tokenize() -> None:
-    from touchstone.evaluators.overlap import SdkTokenizer
+    from touchstone.evaluators.text.tokenize import SdkTokenizer
 
     tok = SdkTokenizer()
     # an abbreviation keeps its period; a sentence end splits it off

@@ -86,9 +86,9 @@ def split_sentences(text: str) -> list[str]:
         if _SPLITTER is None:
             from nltk.tokenize.punkt import PunktSentenceTokenizer
 
-            from touchstone.evaluators.overlap import _bundled_punkt_parameters
+            from touchstone.evaluators.text.tokenize import bundled_punkt_parameters
 
-            _SPLITTER = PunktSentenceTokenizer(_bundled_punkt_parameters())
+            _SPLITTER = PunktSentenceTokenizer(bundled_punkt_parameters())
     return [s.strip() for s in _SPLITTER.tokenize(text) if s.strip()]
 
 

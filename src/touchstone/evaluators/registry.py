@@ -14,7 +14,6 @@ from touchstone.evaluators.base import Evaluator
 _REGISTRY: dict[str, type[Evaluator]] = {}
 _MODULES = [
     "touchstone.evaluators.text",
-    "touchstone.evaluators.overlap",
     "touchstone.evaluators.ranking",
     "touchstone.evaluators.semantic",
     "touchstone.evaluators.quality",
