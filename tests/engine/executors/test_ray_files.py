@@ -1,4 +1,4 @@
-"""How the Ray executor cuts a file into parts (``engine/ray_files.py``), without a cluster: the
+"""How the Ray executor cuts a file into parts (``engine/executors/ray/files.py``), without a cluster: the
 functions its Ray tasks run, called here in order over every part. Over every range size from one
 byte up, a JSON lines file read in ranges gives a local run's rows and problems (file, line, field,
 message) in the file's order: blank lines, CRLF lines, a byte-order mark, a bad line in a middle
@@ -17,7 +17,7 @@ import pytest
 
 from touchstone.data import streaming
 from touchstone.data.loaders import Record, load_records
-from touchstone.engine import ray_files
+from touchstone.engine.executors.ray import files as ray_files
 from touchstone.errors import InputValidationError, Problem
 
 

@@ -5,13 +5,13 @@ scores, never the whole dataset); Ray retries a task whose worker died, so no ro
 metrics (judges) run in async Ray actors, :data:`JUDGE_WORKERS` by default, each with its own judge
 session (HTTP clients, cache, retries) whose concurrency limit is **one for the whole cluster**: a
 limiter actor adapts it as a local run's limiter does, from the outcomes the workers report every
-fraction of a second, and leases each worker a share of it (:mod:`touchstone.engine.ray_limiter`);
+fraction of a second, and leases each worker a share of it (:mod:`touchstone.engine.executors.ray.limiter`);
 no actor call is made per request. A judge worker that dies is restarted by Ray and the rows it
 held are sent to it again. Results come
 back to the driver, which writes the store as a local run does, so a run whose driver crashed
 resumes from what the store holds; the workers' judge provenance and counters are merged into the
-run's (:attr:`RayExecutor.run_info`). Ray is imported only here, when a run asks for it
-(``pip install 'touchstone[ray]'``).
+run's (:attr:`RayExecutor.run_info`). Ray is imported only when a run asks for it
+(``pip install 'touchstone[ray]'``, :mod:`~touchstone.engine.executors.ray.connect`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import Any
 
 from touchstone.data.loaders import Record
-from touchstone.engine.executors import Plan, WireRow, direct_inputs, score_wire, score_with_usage
-from touchstone.engine.ray_limiter import Lease, LeasedLimiter, LimiterActor
+from touchstone.engine.executors.base import Plan, WireRow, run_bounded
+from touchstone.engine.executors.ray.connect import connect
+from touchstone.engine.executors.ray.limiter import Lease, LeasedLimiter, LimiterActor
+from touchstone.engine.executors.scoring import direct_inputs, score_batch, score_wire, score_with_usage
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import Evaluator
 from touchstone.scores import Outcome
@@ -38,7 +40,6 @@ JUDGE_BATCH = 32
 """Judge rows sent to an actor in one call..."""
 JUDGE_BATCH_SECONDS = 0.005
 """...or fewer, after waiting this long for more."""
-INSTALL_HINT = "pip install 'touchstone[ray]'"
 INFO_SECONDS = 10.0
 """How long the driver waits for the judge workers' provenance at the end of a run."""
 Scored = tuple[Outcome, dict[str, Any]]
@@ -52,15 +53,6 @@ def _background(coro: Awaitable[None]) -> asyncio.Task[None]:
     _BACKGROUND.add(task)
     task.add_done_callback(_BACKGROUND.discard)
     return task
-
-
-def import_ray() -> Any:
-    """The ``ray`` module, or a :class:`ConfigurationError` saying how to install it."""
-    try:
-        import ray
-    except ImportError:
-        raise ConfigurationError(f"the Ray executor needs Ray: {INSTALL_HINT}") from None
-    return ray
 
 
 class RayExecutor:
@@ -102,7 +94,7 @@ class RayExecutor:
         bound._started, bound.run_info = None, {}
         bound._ray = ray = connect(self.address)
         # Ray retries a task whose worker process died (max_retries=-1: as often as it takes)
-        bound._batch_task = ray.remote(max_retries=-1)(_score_batch)
+        bound._batch_task = ray.remote(max_retries=-1)(score_batch)
         bound._wire_task = ray.remote(max_retries=-1)(score_wire)
         return bound
 
@@ -128,11 +120,11 @@ class RayExecutor:
         self, source: Any, evs: Mapping[str, Evaluator], plans: Mapping[str, Plan], stored: Mapping[str, Any]
     ) -> AsyncIterator[tuple[str, list[int], list[WireRow]]] | None:
         """CPU metrics over a Ray Dataset input run in ``map_batches`` where its blocks are
-        (:func:`~touchstone.engine.ray_data.map_scores`): ``(name, row indices, wire rows)`` as they
+        (:func:`~touchstone.engine.executors.ray.data.map_scores`): ``(name, row indices, wire rows)`` as they
         come. None when the input is not a dataset or a metric's inputs are not plain columns (the
         runner then sends batches as for any input). ``stored``: per metric, the rows already
         stored (a boolean mask by row index)."""
-        from touchstone.engine.ray_data import DatasetSource, map_scores
+        from touchstone.engine.executors.ray.data import DatasetSource, map_scores
 
         if not isinstance(source, DatasetSource) or not all(plans.get(name) for name in evs):
             return None
@@ -140,13 +132,7 @@ class RayExecutor:
 
     # ------------------------------------------------------------------ I/O-bound metrics
     async def run_jobs(self, jobs: Iterable[Callable[[], Awaitable[None]]], concurrency: int) -> None:
-        it = iter(jobs)
-
-        async def worker() -> None:
-            for job in it:
-                await job()
-
-        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+        await run_bounded(jobs, concurrency)
 
     async def ascore(self, ev: Evaluator, inputs: dict[str, Any]) -> tuple[Outcome, dict[str, Any]]:
         """Queue the row for a judge actor; rows are sent in small batches."""
@@ -235,17 +221,6 @@ class RayExecutor:
         return {"judge": judge}
 
 
-def connect(address: str | None) -> Any:
-    """Ray, connected to the cluster at ``address`` (once per process)."""
-    ray = import_ray()
-    if not ray.is_initialized():
-        try:
-            ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False)
-        except ConnectionError as exc:
-            raise ConfigurationError(f"cannot reach the Ray cluster at {address!r}: {exc}") from None
-    return ray
-
-
 CLUSTER_FIGURES: dict[str, Callable[[list[float]], float]] = {
     "concurrency_final": sum, "concurrency_min": min, "concurrency_decreases": max,
 }
@@ -296,13 +271,9 @@ async def _deliver(call: Any, futures: list[asyncio.Future[Any]]) -> None:
 
 
 # ------------------------------------------------------------------ in Ray workers
-def _score_batch(ev: Evaluator, rows: list[dict[str, Any]]) -> list[Outcome]:
-    return ev.score_batch(rows)
-
-
 class JudgeWorker:
     """An async Ray actor scoring judge metrics with its own judge session, whose backends keep within
-    the share of the cluster's limit this worker leases (:mod:`touchstone.engine.ray_limiter`)."""
+    the share of the cluster's limit this worker leases (:mod:`touchstone.engine.executors.ray.limiter`)."""
 
     def __init__(self, options: Mapping[str, Any], limiter: str) -> None:
         import ray

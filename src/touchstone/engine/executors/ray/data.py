@@ -26,30 +26,20 @@ from touchstone.data.loaders import Record, load_records
 from touchstone.data.mapping import Ref
 from touchstone.data.streaming import BATCH_ROWS, RowSource, data_digest
 from touchstone.data.validation import Validation
-from touchstone.engine.executors import Plan, WireRow, direct_inputs, score_wire
-from touchstone.engine.ray_files import RECORD, ROW_INDEX, block_items, is_file_path, read_file_dataset
+from touchstone.engine.executors.base import Plan, WireRow
+from touchstone.engine.executors.ray.files import (
+    RECORD,
+    ROW_INDEX,
+    block_items,
+    is_file_path,
+    read_file_dataset,
+)
+from touchstone.engine.executors.scoring import direct_inputs, score_wire
 from touchstone.errors import InputValidationError, Problem
 from touchstone.evaluators.base import Evaluator
 
 SOURCE = "<ray dataset>"
 """How the rows of a dataset are named in problems and results."""
-
-
-def reads_with_ray(data: Any, executor: Any) -> bool:
-    """True when Ray Data reads the input: a Ray Dataset, or a file path under the Ray executor
-    (``executor="ray"`` or a :class:`~touchstone.engine.ray_executor.RayExecutor`)."""
-    if is_ray_dataset(data):
-        return True
-    if not is_file_path(data) or executor is None:
-        return False
-    from touchstone.engine.ray_executor import RayExecutor  # no Ray import: Ray is imported when used
-
-    return executor == "ray" or isinstance(executor, RayExecutor)
-
-
-def is_ray_dataset(data: Any) -> bool:
-    """True for a ``ray.data.Dataset`` (checked without importing Ray)."""
-    return type(data).__module__.startswith("ray.data.") and hasattr(data, "iter_batches")
 
 
 class DatasetSource(RowSource):
@@ -72,7 +62,7 @@ class DatasetSource(RowSource):
 def frame_records(frame: Any, start: int, source: str = SOURCE) -> list[Record]:
     """A batch's rows as records, numbered from ``start + 1`` in the whole dataset; its problems
     (values a row cannot hold) as an :class:`InputValidationError` numbered the same way. A file's
-    rows (ray_files.py) keep their lines and are named ``source``, with the reading problems found
+    rows (:mod:`.files`) keep their lines and are named ``source``, with the reading problems found
     in the file."""
     if RECORD in frame.columns:  # a file's rows, parsed as a local run parses them
         items = block_items(frame, source)
@@ -103,7 +93,7 @@ def open_dataset(
 ) -> DatasetSource:
     """The rows of ``dataset`` checked for ``evaluators`` in one pass over its batches (every problem
     of every batch, as a file's), before anything is scored. ``dataset`` may also be a file path
-    (with the Ray ``executor``, which names the cluster): Ray Data reads it (:mod:`ray_files`)."""
+    (with the Ray ``executor``, which names the cluster): Ray Data reads it (:mod:`.files`)."""
     source = SOURCE
     if is_file_path(dataset):  # read in parts, its rows numbered by the parts' tasks
         source = str(Path(dataset))

@@ -36,7 +36,7 @@ from touchstone import (
 
 ray = pytest.importorskip("ray")
 
-from touchstone.engine.ray_executor import RayExecutor  # noqa: E402
+from touchstone.engine.executors import RayExecutor  # noqa: E402
 from touchstone.errors import InputValidationError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,7 +147,7 @@ def test_ray_dataset_input_same_as_local(
     metrics ran in map_batches."""
     import pandas as pd
 
-    from touchstone.engine import ray_data
+    from touchstone.engine.executors.ray import data as ray_data
 
     mapped: list[int] = []
     real = ray_data.map_scores
@@ -231,7 +231,9 @@ def test_file_input_read_by_ray_data_same_as_local(
     import re
 
     from touchstone.data import streaming
-    from touchstone.engine import ray_data, ray_files, runner
+    from touchstone.engine import runner
+    from touchstone.engine.executors.ray import data as ray_data
+    from touchstone.engine.executors.ray import files as ray_files
 
     monkeypatch.setattr(ray_files, "BLOCK_BYTES", 10_000)  # several blocks: their order is the file's
     monkeypatch.setattr(ray_files, "MIN_RANGE_BYTES", 8192)  # parts of 8 kB: several per file
@@ -258,10 +260,10 @@ def test_file_input_read_by_ray_data_same_as_local(
 
     monkeypatch.setattr(runner, "open_source", driver_loader)
     monkeypatch.setattr(ray_data, "map_scores", spy)
-    with caplog.at_level(logging.INFO, logger="touchstone.engine.ray_files"):
+    with caplog.at_level(logging.INFO, logger="touchstone.engine.executors.ray.files"):
         remote = evaluate(data=str(path), evaluators=evs(), store=tmp_path / "b.db",
                           executor=RayExecutor(address=cluster))
-    ours = [r.getMessage() for r in caplog.records if r.name == "touchstone.engine.ray_files"]
+    ours = [r.getMessage() for r in caplog.records if r.name == "touchstone.engine.executors.ray.files"]
     assert len(ours) == 1
     found = re.fullmatch(rf"read by Ray Data: {re.escape(str(path))} \(700 rows, (\d+) parts, (\d+) blocks\)",
                          ours[0])
@@ -285,7 +287,7 @@ def test_file_problems_named_as_a_local_run_names_them(
     a JSON lines file cut in tiny ranges with a BOM, CRLF lines, blank lines, multi-byte characters
     across the cuts, bad lines in a middle range and no final newline."""
     from touchstone.data import streaming
-    from touchstone.engine import ray_files
+    from touchstone.engine.executors.ray import files as ray_files
 
     monkeypatch.setattr(ray_files, "MIN_RANGE_BYTES", 300)
     monkeypatch.setattr(ray_files, "MAX_RANGE_BYTES", 300)
@@ -338,7 +340,7 @@ def test_map_batches_scores_a_dataset_where_its_blocks_are(cluster: str) -> None
     import numpy as np
 
     from touchstone.engine.executors import direct_inputs, score_wire
-    from touchstone.engine.ray_data import map_scores, open_dataset
+    from touchstone.engine.executors.ray.data import map_scores, open_dataset
     from touchstone.engine.runner import _direct_plan
 
     rows = text_rows(1200, seed=17)
@@ -521,7 +523,7 @@ DRIVER = """
 import json, sys
 from tests.fakes.judge_eval import ToyJudgeEvaluator
 from touchstone import evaluate
-from touchstone.engine.ray_executor import RayExecutor
+from touchstone.engine.executors import RayExecutor
 args = json.loads(sys.argv[1])
 judge = ToyJudgeEvaluator({"model": "fake-judge", "base_url": args["base_url"], "api_key": "sk-x"})
 evaluate(data=args["data"], evaluators={"judge": judge}, store=args["store"], cache=False, concurrency=8,

@@ -52,6 +52,7 @@ from typing import Any, BinaryIO, cast
 
 from touchstone.data import streaming
 from touchstone.data.loaders import Record, _check_regular_file, check_text_start, unreadable
+from touchstone.engine.executors.ray.connect import connect
 from touchstone.errors import InputValidationError, Problem
 
 RECORD = "__touchstone_record__"
@@ -98,8 +99,6 @@ def read_file_dataset(
     :data:`ROW_INDEX`), read in parts (of about ``part_bytes``; default :func:`range_bytes`) by Ray Data
     in the cluster at ``address`` (connected if need be) and parsed as a local run parses the file.
     Raises :class:`InputValidationError` for what a local run finds wrong with the file as a whole."""
-    from touchstone.engine.ray_executor import connect
-
     file = Path(path)
     _check_regular_file(file)  # a missing file, a directory or a FIFO: named before Ray is started
     streamed = streaming.streams(file)  # a large file: the streaming reader's rules, as a local run

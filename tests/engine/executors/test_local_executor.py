@@ -1,4 +1,4 @@
-"""engine/executors.py: a pool whose forked workers were handed the run's records (a run that holds
+"""engine/executors/local.py: a pool whose forked workers were handed the run's records (a run that holds
 them all and has at most INHERIT_MAX_ROWS) scores row indices to the same results as a pool sent
 each chunk's inputs; a larger run, or one that does not hold its rows, sends the inputs."""
 
@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from touchstone.data.loaders import Record
-from touchstone.engine import executors
-from touchstone.engine.executors import LocalExecutor
+from touchstone.engine.executors import LocalExecutor, WireRow, local
 from touchstone.evaluators.text import F1ScoreEvaluator
 
 pytestmark = pytest.mark.skipif(
@@ -29,7 +28,7 @@ def _records(n: int) -> list[Record]:
     ]
 
 
-def _score(executor: LocalExecutor, indices: list[int]) -> list[executors.WireRow]:
+def _score(executor: LocalExecutor, indices: list[int]) -> list[WireRow]:
     plan = (("response", ("response",)), ("ground_truth", ("ground_truth",)))
     try:
         return asyncio.run(executor.score_indices(F1ScoreEvaluator(), plan, indices))
@@ -54,7 +53,7 @@ def test_inherited_records_give_the_results_of_sent_inputs() -> None:
 
 
 def test_a_run_over_the_limit_sends_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(executors, "INHERIT_MAX_ROWS", 100)
+    monkeypatch.setattr(local, "INHERIT_MAX_ROWS", 100)
     records = _records(101)
     executor = LocalExecutor(records, processes=2, whole=records)
     assert not executor._inherited
@@ -63,7 +62,7 @@ def test_a_run_over_the_limit_sends_inputs(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_a_worker_without_records_says_so() -> None:
     with pytest.raises(RuntimeError, match="not handed the run's records"):
-        executors.score_inherited(F1ScoreEvaluator(), (), [0])
+        local.score_inherited(F1ScoreEvaluator(), (), [0])
 
 
 def test_workers_holding_the_records_encode_them_as_the_store_does() -> None:

@@ -1,10 +1,4 @@
-"""Executors: where the engine's work runs.
-
-The engine hands an :class:`Executor` two kinds of work: batches of rows for CPU-bound evaluators
-(``score_batch``), and many small async jobs for I/O-bound ones (judge calls), run with a bounded
-number in flight. :class:`LocalExecutor` runs batches in a worker thread, or in a process pool on
-large inputs, and async jobs on the running event loop; :class:`~touchstone.engine.ray_executor.RayExecutor`
-implements the same protocol on a Ray cluster (:func:`make_executor` picks one).
+"""The local executor: threads, and on large inputs a process pool, on this machine.
 
 Spawn-safe and without module-global state in the parent. A run that reads its rows in batches
 sends each chunk to a worker as the evaluator's inputs of those rows only (under ``fork``, workers
@@ -29,62 +23,16 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
+from typing import Any
 
 from touchstone.data.loaders import Record
-from touchstone.engine.context import current_usage
-from touchstone.errors import ConfigurationError
+from touchstone.engine.executors.base import Plan, WireRow, run_bounded
+from touchstone.engine.executors.scoring import direct_inputs, score_batch, score_wire, score_with_usage
 from touchstone.evaluators.base import Evaluator
-from touchstone.scores import Outcome, ScoreLine
-from touchstone.store.base import score_lines
-from touchstone.store.sql import dumps
-from touchstone.store.sqlite import encode_outputs
-
-if TYPE_CHECKING:
-    from touchstone.engine.ray_executor import RayExecutor
-
-Plan = tuple[tuple[str, tuple[str, ...]], ...]
-"""For an evaluator whose inputs are plain columns: ``(input, candidate columns)`` lookups."""
-
-WireRow = tuple[str, dict[str, Any], bool, tuple[ScoreLine, ...]]
-"""One row's result as a worker process sends it back: the flat outputs JSON-encoded for the store
-and as a dict for the result (unpickling the dict costs the parent less than half of decoding the
-JSON: pickle shares the repeated key strings), whether a score failed, and the Scores as
-:data:`~touchstone.scores.ScoreLine` tuples. No :class:`~touchstone.scores.Score` objects: a
-dataclass per score cost the parent process several times more, and the parent is what limits a
-pooled run. The parent writes the store from these as they are and keeps each row as a
-:class:`~touchstone.scores.CompactOutcome`, as a resumed run keeps what it reads back."""
-
-
-@runtime_checkable
-class Executor(Protocol):
-    """What the engine needs from a place to run work."""
-
-    parallel: bool
-    """True when batches run in other processes (rows are then sent as indices where possible)."""
-
-    async def score_batch(self, ev: Evaluator, rows: list[dict[str, Any]]) -> list[Outcome]:
-        """``ev.score_batch(rows)``, off the event loop."""
-        ...
-
-    async def score_indices(self, ev: Evaluator, plan: Plan, indices: list[int]) -> list[WireRow]:
-        """Score the records ``indices`` (plain column inputs by ``plan``) where the records live;
-        each row's result as a :data:`WireRow`. Only when ``parallel``."""
-        ...
-
-    async def run_jobs(self, jobs: Iterable[Callable[[], Awaitable[None]]], concurrency: int) -> None:
-        """Run async jobs with at most ``concurrency`` in progress."""
-        ...
-
-    async def ascore(self, ev: Evaluator, inputs: dict[str, Any]) -> tuple[Outcome, dict[str, Any]]:
-        """``ev.ascore(inputs)`` for an I/O-bound evaluator, with the usage its model calls
-        accounted (calls, tokens, cache hits)."""
-        ...
-
-    def close(self) -> None:
-        ...
+from touchstone.scores import Outcome
+from touchstone.store import encode_outputs
 
 
 class LocalExecutor:
@@ -116,7 +64,7 @@ class LocalExecutor:
 
     async def score_batch(self, ev: Evaluator, rows: list[dict[str, Any]]) -> list[Outcome]:
         if self._pool is not None:
-            return await asyncio.get_running_loop().run_in_executor(self._pool, _score_batch, ev, rows)
+            return await asyncio.get_running_loop().run_in_executor(self._pool, score_batch, ev, rows)
         return await asyncio.to_thread(ev.score_batch, rows)
 
     async def score_indices(self, ev: Evaluator, plan: Plan, indices: list[int]) -> list[WireRow]:
@@ -136,13 +84,7 @@ class LocalExecutor:
         return await asyncio.get_running_loop().run_in_executor(self._pool, encode_inherited, indices)
 
     async def run_jobs(self, jobs: Iterable[Callable[[], Awaitable[None]]], concurrency: int) -> None:
-        it = iter(jobs)
-
-        async def worker() -> None:
-            for job in it:
-                await job()
-
-        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+        await run_bounded(jobs, concurrency)
 
     async def ascore(self, ev: Evaluator, inputs: dict[str, Any]) -> tuple[Outcome, dict[str, Any]]:
         return await score_with_usage(ev, inputs)
@@ -152,40 +94,6 @@ class LocalExecutor:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
             gc.unfreeze()  # the parent collects them again (a long session calls evaluate() often)
-
-
-ExecutorChoice = Union[str, "RayExecutor", None]
-"""What ``evaluate(executor=...)`` takes: ``None`` or ``"local"``, ``"ray"``, or a configured
-:class:`~touchstone.engine.ray_executor.RayExecutor`."""
-
-
-def make_executor(
-    choice: ExecutorChoice, records: Sequence[Record], options: Mapping[str, Any], *, processes: int = 0,
-    whole: Sequence[Record] | None = None,
-) -> Executor:
-    """The executor ``choice`` names, for a run over ``records`` (``options``: the run's judge
-    settings, which remote judge workers need to open their own sessions; ``whole``: every record,
-    when the run holds them all)."""
-    if choice is None or choice == "local":
-        return LocalExecutor(records, processes=processes, whole=whole)
-    from touchstone.engine.ray_executor import RayExecutor
-
-    if choice == "ray":
-        return RayExecutor().bind(records, options)
-    if isinstance(choice, RayExecutor):
-        return choice.bind(records, options)
-    raise ConfigurationError(f"executor must be 'local', 'ray' or a RayExecutor, got {choice!r}")
-
-
-async def score_with_usage(ev: Evaluator, inputs: dict[str, Any]) -> tuple[Outcome, dict[str, Any]]:
-    """``ev.ascore(inputs)`` inside a fresh usage context; the Outcome and what its calls used."""
-    usage: dict[str, Any] = {}
-    token = current_usage.set(usage)
-    try:
-        out = await ev.ascore(inputs)
-    finally:
-        current_usage.reset(token)
-    return out, usage
 
 
 def default_processes(requested: int | None, pending_rows: int, threshold: int) -> int:
@@ -217,7 +125,7 @@ def start_worker(parent: int, records: Sequence[Record] | None) -> None:
 
 def encode_inherited(indices: list[int]) -> list[str]:
     """In a worker holding the run's records: the rows ``indices``' data as the store's JSON."""
-    return [dumps(record.data) for record in _inherited_records(indices)]
+    return [encode_outputs(record.data) for record in _inherited_records(indices)]
 
 
 def _inherited_records(indices: list[int]) -> list[Record]:
@@ -252,25 +160,3 @@ def exit_with_parent(parent: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="touchstone-parent-watch", daemon=True).start()
-
-
-def direct_inputs(plan: Plan, data: Mapping[str, Any]) -> dict[str, Any]:
-    """An evaluator's inputs from plain columns of a row (the first candidate column present)."""
-    inputs: dict[str, Any] = {}
-    for key, candidates in plan:
-        for column in candidates:
-            value = data.get(column)
-            if value is not None:
-                inputs[key] = value
-                break
-    return inputs
-
-
-def _score_batch(ev: Evaluator, rows: list[dict[str, Any]]) -> list[Outcome]:
-    return ev.score_batch(rows)
-
-
-def score_wire(ev: Evaluator, rows: list[dict[str, Any]]) -> list[WireRow]:
-    """Score ``rows`` (an evaluator's inputs) and send each result back as a :data:`WireRow`."""
-    outs = ev.score_batch(rows)
-    return [(encode_outputs(out), dict(out), out.failed, score_lines(out.scores)) for out in outs]

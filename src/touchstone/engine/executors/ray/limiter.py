@@ -10,8 +10,9 @@ quiet says nothing about the same level beside their requests, and the workers' 
 apart (one at the cap, one stuck at a few slots).
 
 So the *adaptation* is the cluster's and the *slots* are leased. :class:`LimiterActor` holds, per
-backend, a :class:`ClusterLimit` (the rules of :class:`~touchstone.judges.limiter.AdaptiveLimiter`
-applied to the cluster's levels of concurrency), each worker's share of it and what each holds, and
+backend, a :class:`ClusterLimit` (the law of :mod:`~touchstone.judges.concurrency_law`, which a local
+:class:`~touchstone.judges.limiter.AdaptiveLimiter` follows too, applied to the cluster's levels of
+concurrency), each worker's share of it and what each holds, and
 the latest pause a server asked for (Retry-After). A worker's :class:`Lease` reports every
 :data:`LEASE_SECONDS` (at once after a 429 or a long pause; sooner while it holds nothing and has
 requests waiting): its requests in flight and waiting, and how the requests that ended since its last
@@ -29,14 +30,14 @@ is given back at once (those requests died with it). A worker not heard from for
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from touchstone.judges.limiter import SERVED_WINDOW, AdaptiveLimiter, Ticket
+from touchstone.judges.concurrency_law import ConcurrencyLaw
+from touchstone.judges.limiter import AdaptiveLimiter, Ticket
 
 LEASE_SECONDS = 0.1
 """How often a worker reports and has its shares renewed."""
@@ -67,32 +68,22 @@ def split(maximum: int, demands: dict[str, int]) -> dict[str, int]:
     return shares
 
 
-class ClusterLimit:
+class ClusterLimit(ConcurrencyLaw):
     """The adaptive limit of one backend for the whole cluster, moved by the outcomes the workers
-    report. The rules of :class:`~touchstone.judges.limiter.AdaptiveLimiter`: halve on a 429 (once
-    per burst: a 429 of a request sent before the last decrease does not count again; a 429 at a
-    level the server has just served is not a capacity signal; the first refusal just above the
-    served levels waits for a second), climb one slot per success back to the level seen served,
-    then after ``hold_rounds`` rounds one slot per round, never above ``maximum``. A request's level
-    is the cluster's: the requests in flight in all workers when it was sent, itself included."""
+    report, by the same law as a local run's limiter (:mod:`touchstone.judges.concurrency_law`). A
+    request's level is the cluster's: the requests in flight in all workers when it was sent, itself
+    included. ``adaptive=False``: the limit stays at ``maximum``."""
 
-    def __init__(self, maximum: int, *, adaptive: bool = True, hold_rounds: float = 8.0) -> None:
-        self.maximum = max(1, int(maximum))
+    def __init__(
+        self,
+        maximum: int,
+        *,
+        adaptive: bool = True,
+        increase_per_round: float = 1.0,
+        hold_rounds: float = 8.0,
+    ) -> None:
+        super().__init__(maximum, increase_per_round=increase_per_round, hold_rounds=hold_rounds)
         self.adaptive = adaptive
-        self.limit = float(self.maximum)
-        self.threshold = float(self.maximum)
-        self.hold_rounds = hold_rounds
-        self.generation = 0
-        self.decreases = 0
-        self.min_limit = self.limit
-        self.ignored_refusals = 0
-        self._successes = 0
-        self._strike_level = 0
-        self._served: collections.deque[int] = collections.deque(maxlen=SERVED_WINDOW)
-
-    @property
-    def current(self) -> int:
-        return max(1, int(self.limit))
 
     def outcome(self, generation: int, level: int, code: int, admitted: int = 0) -> None:
         """One request's end: ``code`` :data:`SUCCESS` or :data:`RATE_LIMITED` (``admitted``: the
@@ -101,40 +92,9 @@ class ClusterLimit:
         if not self.adaptive:
             return
         if code == SUCCESS:
-            self._served.append(level)
-            if level >= self._strike_level:
-                self._strike_level = 0
-            self._increase()
-        elif code == RATE_LIMITED:
-            self._refused(generation, level, admitted)
-
-    def _refused(self, generation: int, level: int, admitted: int) -> None:
-        if generation != self.generation:
-            return
-        if self._served:
-            if level <= max(self._served):
-                self.ignored_refusals += 1
-                return
-            if not self._strike_level:
-                self._strike_level = level
-                return
-        previous = self.limit
-        self.limit = max(1.0, self.limit / 2)
-        self.threshold = max(self.limit, min(previous, float(admitted)))
-        self._successes = 0
-        self._strike_level = 0
-        self.generation += 1
-        self.decreases += 1
-        self.min_limit = min(self.min_limit, self.limit)
-
-    def _increase(self) -> None:
-        if self.limit >= self.maximum:
-            return
-        self._successes += 1
-        if self.limit < self.threshold:
-            self.limit = min(self.threshold, self.limit + 1.0)
-        elif self.decreases == 0 or self._successes >= self.hold_rounds * self.threshold:
-            self.limit = min(float(self.maximum), self.limit + 1.0 / self.limit)
+            self.succeeded(level)
+        elif code == RATE_LIMITED and self.counts(generation, level):
+            self.decrease(admitted)
 
 
 @dataclass

@@ -1,8 +1,8 @@
-"""The cluster-wide limit of the Ray executor (engine/ray_limiter.py), without Ray: the split of a limit
-by demand against its definition, the cluster limit against :class:`AdaptiveLimiter` (the same rules,
-step for step, for one worker), the leases' invariant (slots in use never more than the limit, also
-while shares move), restarted and silent workers, and two workers' leases sharing one limit in front
-of a simulated server with a concurrency cap."""
+"""The cluster-wide limit of the Ray executor (engine/executors/ray/limiter.py), without Ray: the
+split of a limit by demand against its definition, the cluster limit against
+:class:`AdaptiveLimiter` (the same rules, step for step, for one worker), the leases' invariant
+(slots in use never more than the limit, also while shares move), restarted and silent workers, and
+two workers' leases sharing one limit in front of a simulated server with a concurrency cap."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from touchstone.engine.ray_limiter import (
+from touchstone.engine.executors.ray.limiter import (
     RATE_LIMITED,
     SILENT_SECONDS,
     SUCCESS,
