@@ -135,7 +135,7 @@ def _executor(kind: str, address: str | None) -> dict[str, Any]:
         if address is not None and os.environ.get("RAY_ADDRESS") != address:
             raise ConfigurationError("--ray-address needs --executor ray")
         return {}
-    from touchstone.engine.ray_executor import RayExecutor, import_ray
+    from touchstone.engine.executors import RayExecutor, import_ray
 
     import_ray()  # the install hint before any work
     return {"executor": RayExecutor(address=address)}

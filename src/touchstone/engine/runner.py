@@ -50,9 +50,10 @@ from touchstone.engine.executors import (
     default_processes,
     direct_inputs,
     make_executor,
+    open_dataset,
+    reads_with_ray,
 )
 from touchstone.engine.frame import Columns, sdk_input, sdk_metrics, sdk_rows
-from touchstone.engine.ray_data import open_dataset, reads_with_ray
 from touchstone.engine.result import EvaluationResult, own_aggregators
 from touchstone.engine.rows_file import RowsFile, open_rows_file
 from touchstone.engine.store_thread import StoreThread
