@@ -15,7 +15,8 @@ touch them):
   from a JSONL file, which the run streams;
 * ``ray``: the same file through ``executor="ray"`` on a local cluster of ``--ray-cpus`` CPUs started
   by the run (``ray.init``): Ray Data reads the file in parts, the metrics run in ``map_batches``;
-* ``read``: the ``ray`` scenario's reading of the file alone (``engine/ray_files.read_file_dataset``,
+* ``read``: the ``ray`` scenario's reading of the file alone (``read_file_dataset`` of
+  ``engine/executors/ray/files.py``,
   materialised): seconds and memory of Ray Data reading it;
 * ``judge``: ``--judge-rows`` rows of groundedness on the fake server (its own process, not measured;
   200 ms a reply, 64 at once, 429 beyond: capacity 320 calls/s) through the Ray executor with two
@@ -66,7 +67,7 @@ if kind in ("ray", "judge", "read"):
              object_store_memory=args.get("object_store_bytes"))
     executor = "ray"
 if kind == "read":  # the Ray executor's reading of the file alone, materialised in the object store
-    from touchstone.engine.ray_files import read_file_dataset
+    from touchstone.engine.executors.ray.files import read_file_dataset
     started = time.perf_counter()
     dataset = read_file_dataset(args["data"]).materialize()
     n = dataset.count()
