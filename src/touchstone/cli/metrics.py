@@ -47,7 +47,8 @@ def metrics_command(
     blocks: list[Text | Padding] = []
     for info, tier in entries:
         head = Text(info.name, style="bold", no_wrap=True)
-        head.append(f"  {'judge' if info.needs_judge else 'local'} · {tier} · {info.value_range}", style="dim")
+        where = "judge" if info.needs_judge else "local"
+        head.append(f"  {where} · {tier} · {info.value_range}", style="dim")
         blocks.append(head)
         body = Text(f"inputs: {info.inputs}\n", style="cyan")
         body.append(info.description)
