@@ -17,9 +17,13 @@ from tests.ui.conftest import HOSTILE, HOSTILE_COLUMN, HOSTILE_RUN_NAME, N_ROWS,
 
 from touchstone.store import RunStore, open_store
 from touchstone.store.base import RunInfo, ScoreValue, Store, StoredRow
-from touchstone.ui import queries
-from touchstone.ui.queries import QueryError, RowFilter, RunFilter
+from touchstone.store.dashboard import RowFilter
+from touchstone.store.dashboard_filters import json_text, like_pattern
+from touchstone.ui import distributions as dist
+from touchstone.ui import row_detail, row_table, run_list, trends, views
+from touchstone.ui.run_list import RunFilter
 from touchstone.ui.safety import json_bytes, path, safe_href
+from touchstone.ui.views import QueryError
 
 
 def _info(store: Store, run_id: str) -> RunInfo:
@@ -98,9 +102,9 @@ def _expected(store: Store, run_id: str, f: RowFilter) -> list[int]:
 
 def _all_pages(store: Store, info: RunInfo, f: RowFilter, size: int) -> tuple[list[int], int]:
     found: list[int] = []
-    first = queries.rows_page(store, info, f, 1, size)
+    first = row_table.rows_page(store, info, f, 1, size)
     for page in range(1, first.pages + 1):
-        got = queries.rows_page(store, info, f, page, size)
+        got = row_table.rows_page(store, info, f, page, size)
         assert got.total == first.total
         assert len(got.items) <= size
         found += [line.idx for line in got.items]
@@ -168,7 +172,7 @@ def test_random_filters_equal_their_definition(ui_runs: UIRuns) -> None:
                       sort=rng.choice(["idx", "value", "-value"]),
                       column="topic", value=rng.choice(["", "col", "num"]))
         size = rng.choice([3, 10, 100])
-        page = queries.rows_page(store, info, f, 1, size)
+        page = row_table.rows_page(store, info, f, 1, size)
         expected = _expected(store, ui_runs.candidate, f)
         assert page.total == len(expected)
         assert [line.idx for line in page.items] == expected[:size]
@@ -177,7 +181,7 @@ def test_random_filters_equal_their_definition(ui_runs: UIRuns) -> None:
 def test_a_page_holds_previews_and_typed_scores(ui_runs: UIRuns) -> None:
     store = ui_runs.store
     info = _info(store, ui_runs.baseline)
-    page = queries.rows_page(store, info, RowFilter(), 1, 5)
+    page = row_table.rows_page(store, info, RowFilter(), 1, 5)
     assert page.total == N_ROWS and page.pages == -(-N_ROWS // 5)
     line = page.items[0]
     assert set(line.scores) == {"f1.f1_score", "rouge.rouge", "rouge.rouge_precision", "rouge.rouge_recall",
@@ -185,8 +189,8 @@ def test_a_page_holds_previews_and_typed_scores(ui_runs: UIRuns) -> None:
     stored = {(v.metric): v for v in store.score_values(ui_runs.baseline, "f1") if v.idx == line.idx}
     assert line.scores["f1.f1_score"]["value"] == stored["f1_score"].value
     assert line.inputs[HOSTILE_COLUMN] == HOSTILE[0]
-    long = queries.preview("x" * 500)
-    assert len(long) == queries.PREVIEW_CHARS and long.endswith("…")
+    long = row_table.preview("x" * 500)
+    assert len(long) == row_table.PREVIEW_CHARS and long.endswith("…")
 
 
 @pytest.mark.parametrize(("f", "message"), [
@@ -199,14 +203,14 @@ def test_a_page_holds_previews_and_typed_scores(ui_runs: UIRuns) -> None:
 ])
 def test_bad_row_filters_say_what_was_expected(ui_runs: UIRuns, f: RowFilter, message: str) -> None:
     with pytest.raises(QueryError, match=message):
-        queries.rows_page(ui_runs.store, _info(ui_runs.store, ui_runs.baseline), f)
+        row_table.rows_page(ui_runs.store, _info(ui_runs.store, ui_runs.baseline), f)
 
 
 def test_histograms_count_what_their_bins_hold(ui_runs: UIRuns) -> None:
     store = ui_runs.store
     for run_id in (ui_runs.baseline, ui_runs.judged):
         info = _info(store, run_id)
-        for item in queries.distributions(store, info):
+        for item in dist.distributions(store, info):
             ev, metric = item["evaluator"], item["metric"]
             lines = store.score_values(run_id, ev, metric)
             values = [v.value for v in lines if v.value is not None]
@@ -225,50 +229,50 @@ def test_histograms_count_what_their_bins_hold(ui_runs: UIRuns) -> None:
                 assert bins == [{"lo": values[0], "hi": values[0], "count": len(values)}]
             else:  # equal bins between the lowest and highest value, by the written formula
                 lo, hi = min(values), max(values)
-                assert bins[0]["lo"] == lo and bins[-1]["hi"] == hi and len(bins) == queries.MAX_BINS
-                expected = [0] * queries.MAX_BINS
+                assert bins[0]["lo"] == lo and bins[-1]["hi"] == hi and len(bins) == dist.MAX_BINS
+                expected = [0] * dist.MAX_BINS
                 for x in values:
-                    expected[queries.bin_index(x, lo, hi)] += 1
+                    expected[dist.bin_index(x, lo, hi)] += 1
                 assert [b["count"] for b in bins] == expected, item["key"]
-    judged = {i["key"]: i for i in queries.distributions(store, _info(store, ui_runs.judged))}
+    judged = {i["key"]: i for i in dist.distributions(store, _info(store, ui_runs.judged))}
     assert judged["coherence.coherence"]["failures"] == {"judge_reply": 2}
 
 
 def test_runs_list_filters(ui_runs: UIRuns) -> None:
     store = ui_runs.store
-    everything = queries.list_runs(store, RunFilter())
+    everything = run_list.list_runs(store, RunFilter())
     assert everything.total == 4
     assert {r.id for r in everything.items} == {ui_runs.baseline, ui_runs.candidate, ui_runs.judged,
                                                 ui_runs.chat}
-    assert [r.id for r in queries.list_runs(store, RunFilter(name="CANDI")).items] == [ui_runs.candidate]
-    assert [r.id for r in queries.list_runs(store, RunFilter(name="<script>")).items] == [ui_runs.judged]
-    assert queries.list_runs(store, RunFilter(name="%")).total == 0  # a literal percent sign
-    by_metric = queries.list_runs(store, RunFilter(metric="faithfulness"))
+    assert [r.id for r in run_list.list_runs(store, RunFilter(name="CANDI")).items] == [ui_runs.candidate]
+    assert [r.id for r in run_list.list_runs(store, RunFilter(name="<script>")).items] == [ui_runs.judged]
+    assert run_list.list_runs(store, RunFilter(name="%")).total == 0  # a literal percent sign
+    by_metric = run_list.list_runs(store, RunFilter(metric="faithfulness"))
     assert [r.id for r in by_metric.items] == [ui_runs.judged]
-    assert {r.id for r in queries.list_runs(store, RunFilter(metric="rouge.rouge_recall")).items} == {
+    assert {r.id for r in run_list.list_runs(store, RunFilter(metric="rouge.rouge_recall")).items} == {
         ui_runs.baseline, ui_runs.candidate}
-    assert queries.list_runs(store, RunFilter(metric="rouge_")).total == 0  # no metric of that name
+    assert run_list.list_runs(store, RunFilter(metric="rouge_")).total == 0  # no metric of that name
     day = _info(store, ui_runs.baseline).started[:10]
-    assert queries.list_runs(store, RunFilter(since=day, until=day)).total == 4
-    assert queries.list_runs(store, RunFilter(until="2000-01-01")).total == 0
-    assert queries.list_runs(store, RunFilter(status="completed_with_failures")).total == 1
-    paged = [queries.list_runs(store, RunFilter(), p, 3) for p in (1, 2)]
+    assert run_list.list_runs(store, RunFilter(since=day, until=day)).total == 4
+    assert run_list.list_runs(store, RunFilter(until="2000-01-01")).total == 0
+    assert run_list.list_runs(store, RunFilter(status="completed_with_failures")).total == 1
+    paged = [run_list.list_runs(store, RunFilter(), p, 3) for p in (1, 2)]
     assert [len(p.items) for p in paged] == [3, 1] and paged[0].pages == 2
     with pytest.raises(QueryError, match="since must be a date"):
-        queries.list_runs(store, RunFilter(since="yesterday"))
+        run_list.list_runs(store, RunFilter(since="yesterday"))
 
 
 def test_run_line_shows_main_metrics_at_a_glance(ui_runs: UIRuns) -> None:
-    line = queries.run_line(_info(ui_runs.store, ui_runs.judged))
+    line = run_list.run_line(_info(ui_runs.store, ui_runs.judged))
     assert [m["key"] for m in line.metrics] == ["faithfulness.faithfulness", "coherence.coherence"]
     assert line.failures == sum(s["n_failed"] for s in
-                                queries.summary_of(_info(ui_runs.store, ui_runs.judged)).values())
+                                views.summary_of(_info(ui_runs.store, ui_runs.judged)).values())
     assert line.name == HOSTILE_RUN_NAME and line.rows == 12
 
 
 def test_row_detail_has_reasons_per_turn_and_evidence(ui_runs: UIRuns) -> None:
     store = ui_runs.store
-    detail = queries.row_detail(store, _info(store, ui_runs.judged), 0)
+    detail = row_detail.row_detail(store, _info(store, ui_runs.judged), 0)
     assert detail is not None
     assert detail["inputs"]["response"].startswith(HOSTILE[0])
     reasons = dict(detail["results"]["coherence"]["reasons"])
@@ -276,38 +280,38 @@ def test_row_detail_has_reasons_per_turn_and_evidence(ui_runs: UIRuns) -> None:
     assert [(e["claim"], e["verdict"], e["reason"]) for e in detail["evidence"]] == [
         (HOSTILE[0], "supported", HOSTILE[1]), ("Bananas are blue.", "unsupported", HOSTILE[4])]
     assert {s["metric"] for s in detail["scores"]} >= {"faithfulness", "coherence"}
-    failed = queries.row_detail(store, _info(store, ui_runs.judged), 4)
+    failed = row_detail.row_detail(store, _info(store, ui_runs.judged), 4)
     assert failed is not None and failed["results"]["coherence"]["failed"]
     assert "coherence_error" in dict(failed["results"]["coherence"]["reasons"])
-    chat = queries.row_detail(store, _info(store, ui_runs.chat), 0)
+    chat = row_detail.row_detail(store, _info(store, ui_runs.chat), 0)
     assert chat is not None
     turns = chat["results"]["coherence"]["per_turn"]
     assert turns["columns"][0] == "coherence" and len(turns["rows"]) == 2
     assert not any(c.endswith("_properties") for c in turns["columns"])
-    assert queries.row_detail(store, _info(store, ui_runs.chat), 99) is None
+    assert row_detail.row_detail(store, _info(store, ui_runs.chat), 99) is None
 
 
 def test_trend_reads_each_run_mean_and_threshold(ui_runs: UIRuns) -> None:
     store = ui_runs.store
-    data = queries.trend(store, "f1_score")
+    data = trends.trend(store, "f1_score")
     # oldest first (runs started within the same second, as these may be, have no order between them)
     assert {p["run_id"] for p in data["points"]} == {ui_runs.baseline, ui_runs.candidate}
     assert [p["started"] for p in data["points"]] == sorted(p["started"] for p in data["points"])
     for p in data["points"]:
-        s = queries.summary_of(_info(store, p["run_id"]))["f1.f1_score"]
+        s = views.summary_of(_info(store, p["run_id"]))["f1.f1_score"]
         assert p["mean"] == s["mean"] and p["ci95"] == s["ci95"] and p["threshold"] == 0.5
         assert p["below"] == (s["mean"] < 0.5)
-    recall = queries.trend(store, "rouge.rouge_recall", name="cand")
+    recall = trends.trend(store, "rouge.rouge_recall", name="cand")
     assert [p["run_id"] for p in recall["points"]] == [ui_runs.candidate]
     assert recall["points"][0]["threshold"] == 0.5  # the secondary metric's own threshold
-    assert queries.trend(store, "coherence")["points"][0]["threshold"] == 3.0
+    assert trends.trend(store, "coherence")["points"][0]["threshold"] == 3.0
     with pytest.raises(QueryError, match="choose a metric"):
-        queries.trend(store, " ")
+        trends.trend(store, " ")
 
 
 def test_like_patterns_and_json_text() -> None:
-    assert queries.like_pattern("a%b_c\\") == "%a\\%b\\_c\\\\%"
-    assert queries.json_text('say "hi"\n') == 'say \\"hi\\"\\n'
+    assert like_pattern("a%b_c\\") == "%a\\%b\\_c\\\\%"
+    assert json_text('say "hi"\n') == 'say \\"hi\\"\\n'
 
 
 def test_links_and_json_stay_data() -> None:
@@ -357,16 +361,16 @@ def test_the_same_queries_on_postgresql(ui_runs: UIRuns, pg_copy: tuple[Store, d
     pg, ids = pg_copy
     lite = ui_runs.store
     def page_of(f: RowFilter) -> Callable[[Store, str], Any]:
-        return lambda s, r: [line.idx for line in queries.rows_page(s, _info(s, r), f, 2, 4).items]
+        return lambda s, r: [line.idx for line in row_table.rows_page(s, _info(s, r), f, 2, 4).items]
 
     compare: list[Callable[[Store, str], Any]] = [
         # a row without an id column is the interaction "<run id>:<idx>", and the copy's run ids differ
         lambda s, r: [line.as_dict() | {"scores": line.scores, "interaction_id": None}
-                      for line in queries.rows_page(s, _info(s, r), RowFilter(), 1, 100).items],
+                      for line in row_table.rows_page(s, _info(s, r), RowFilter(), 1, 100).items],
         *(page_of(f) for f in FILTERS),
-        lambda s, r: queries.distributions(s, _info(s, r)),
-        lambda s, r: queries.rows_page(s, _info(s, r), RowFilter(status="ok"), 1, 100).total,
-        lambda s, r: queries.row_detail(s, _info(s, r), 0)["evidence"],  # type: ignore[index]
+        lambda s, r: dist.distributions(s, _info(s, r)),
+        lambda s, r: row_table.rows_page(s, _info(s, r), RowFilter(status="ok"), 1, 100).total,
+        lambda s, r: row_detail.row_detail(s, _info(s, r), 0)["evidence"],  # type: ignore[index]
     ]
     for run_id in (ui_runs.baseline, ui_runs.judged):
         for ask in compare:
@@ -375,10 +379,10 @@ def test_the_same_queries_on_postgresql(ui_runs: UIRuns, pg_copy: tuple[Store, d
             except QueryError:
                 continue
             assert ask(pg, ids[run_id]) == expected
-    assert queries.list_runs(pg, RunFilter(name="<SCRIPT>")).items[0].id == ids[ui_runs.judged]
-    assert [p["run_id"] for p in queries.trend(pg, "f1_score")["points"]] == [ids[ui_runs.baseline]]
+    assert run_list.list_runs(pg, RunFilter(name="<SCRIPT>")).items[0].id == ids[ui_runs.judged]
+    assert [p["run_id"] for p in trends.trend(pg, "f1_score")["points"]] == [ids[ui_runs.baseline]]
     judged = _info(pg, ids[ui_runs.judged])
-    assert [line.idx for line in queries.rows_page(pg, judged, RowFilter(status="failed")).items] == [4, 9]
+    assert [line.idx for line in row_table.rows_page(pg, judged, RowFilter(status="failed")).items] == [4, 9]
 
 
 def test_monitor_windows_trend_at_their_start_with_threshold_crossings_marked(tmp_path: Path) -> None:
@@ -393,7 +397,7 @@ def test_monitor_windows_trend_at_their_start_with_threshold_crossings_marked(tm
                  "higher_is_better": True}
         store.finish_run(run_id, "completed", {}, {"summary": {"f1.f1_score": entry}})
     store.create_run(config, "monitor:shop:eu:not-a-time", "test")  # unfinished: no summary, not drawn
-    points = queries.trend(store, "f1_score", name="monitor:shop:eu:")["points"]
+    points = trends.trend(store, "f1_score", name="monitor:shop:eu:")["points"]
     assert [(p["at"], p["mean"], p["below"], p["monitor"]) for p in points] == [
         ("2026-01-01T10:00:00+00:00", 0.7, False, "shop:eu"),
         ("2026-01-01T11:00:00+00:00", 0.4, True, "shop:eu"),

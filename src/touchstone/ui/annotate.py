@@ -13,7 +13,7 @@ production sends it one event per request); the feedback read here is what it st
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
@@ -23,21 +23,17 @@ from touchstone.errors import InputValidationError
 from touchstone.people import annotations as an
 from touchstone.people import feedback as fb
 from touchstone.people import queue as q
-
-if TYPE_CHECKING:
-    from touchstone.ui.app import Pages
+from touchstone.ui.pages import JSONBody, Pages
 
 MAX_BODY = 1 << 20
 """Largest JSON request body accepted (bytes)."""
 
 
-def _json(content: Any, status: int = 200) -> Any:
-    from touchstone.ui.app import JSONBody
-
+def _json(content: Any, status: int = 200) -> JSONBody:
     return JSONBody(content, status_code=status)
 
 
-def _error(message: str, status: int, field: str | None = None) -> Any:
+def _error(message: str, status: int, field: str | None = None) -> JSONBody:
     return _json({"error": message, **({"field": field} if field else {})}, status)
 
 

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from touchstone.errors import InputValidationError
-from touchstone.people import feedback as fb
 from touchstone.store.base import Store
-from touchstone.ui.queries import NotFound, QueryError, dialect_of, finite_dict, get_run
+from touchstone.ui.views import NotFound, QueryError, finite_dict, get_run
 
 CHANGED_ROWS = 20
 
@@ -58,14 +57,11 @@ class FeedbackRows:
         return " and ".join(parts)
 
     def rows(self, store: Store, run_id: str) -> set[int]:
-        """The rows of ``run_id`` with such feedback (one SQL query)."""
+        """The rows of ``run_id`` with such feedback (one read)."""
         try:
-            clause, params = fb.row_filter_sql(dialect_of(store), self.feedback, self.rating_max, "r")
+            return store.dashboard.rows_with_feedback(run_id, self.feedback, self.rating_max)
         except InputValidationError as exc:
             raise QueryError(str(exc)) from None
-        found = store.fetch_all(f"SELECT r.idx FROM rows r WHERE r.run_id = ? AND {clause}",
-                                [run_id, *params])
-        return {int(r[0]) for r in found}
 
 
 class _Keep:
