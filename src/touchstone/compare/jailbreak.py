@@ -17,12 +17,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from touchstone.compare.matching import Cell, LoadedRun, MatchBy, RowMatch, load_run, match_rows, run_brief
+from touchstone.compare.matching import LoadedRun, MatchBy, RowMatch, load_run, match_rows, run_brief
 from touchstone.errors import InputValidationError, Problem
 from touchstone.evaluators.safety.severity import HARM_CATEGORIES, check_defect_level
 from touchstone.stats.aggregators import wilson_interval
 from touchstone.stats.paired import mcnemar, paired_bootstrap_ci
 from touchstone.store.base import Store
+from touchstone.store.comparisons import Cell
 
 DEFAULT_DEFECT_LEVEL = 4.0
 """The compatible SDK's defect: severity Medium (4) or above."""

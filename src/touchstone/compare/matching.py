@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from touchstone.errors import InputValidationError, Problem
-from touchstone.scores import Status
 from touchstone.store.base import RunInfo, Store, StoredRow
+from touchstone.store.comparisons import Cell
 
 MatchBy = Literal["auto", "id", "index"]
 ID_FIELD = "id"
@@ -19,14 +19,6 @@ _SHOWN = 5
 
 class UnknownRunError(InputValidationError, LookupError):
     """A run id that is not in the store."""
-
-
-class Cell(NamedTuple):
-    """One metric of one row: its value when it was obtained, whether it failed, its pass flag."""
-
-    value: float | None
-    failed: bool
-    passed: bool | None
 
 
 @dataclass
@@ -50,31 +42,11 @@ class LoadedRun:
 
     def row(self, idx: int) -> StoredRow | None:
         """One stored input row (read when asked: a comparison itself needs only the ids)."""
-        if self.store is None:
-            return None
-        found = self.store.fetch_all(
-            "SELECT source, line, data, target, target_error FROM rows WHERE run_id = ? AND idx = ?",
-            (self.info.id, idx),
-        )
-        if not found:
-            return None
-        source, line, data, target, error = found[0]
-        return StoredRow(idx, source, line, _json(data), _json(target) if target else None, error)
+        return None if self.store is None else self.store.comparisons.row(self.info.id, idx)
 
     def outputs(self, idx: int, evaluator: str) -> dict[str, Any] | None:
         """The compatible SDK's flat outputs of one evaluator on one row (None when not stored)."""
-        if self.store is None:
-            return None
-        found = self.store.fetch_all(
-            "SELECT outputs FROM scores WHERE run_id = ? AND idx = ? AND evaluator = ?",
-            (self.info.id, idx, evaluator),
-        )
-        value = _json(found[0][0]) if found else None
-        return value if isinstance(value, dict) else None
-
-
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, (str, bytes)) else value
+        return None if self.store is None else self.store.comparisons.outputs(self.info.id, idx, evaluator)
 
 
 @dataclass
@@ -88,45 +60,18 @@ class RowMatch:
     unmatched_b: list[Hashable] = field(default_factory=list)
 
 
-_ID_TEXT = f'"{ID_FIELD}"'
-
-
-def _row_id(data: Any) -> Any:
-    """The ``id`` of a row from its stored JSON; rows whose text has no ``"id"`` are not decoded."""
-    if isinstance(data, (str, bytes)):
-        if _ID_TEXT not in (data if isinstance(data, str) else data.decode("utf-8", "replace")):
-            return None
-        data = json.loads(data)
-    return data.get(ID_FIELD) if isinstance(data, dict) else None
-
-
 def load_run(store: Store, run_id: str) -> LoadedRun:
     """Read run ``run_id`` (raises :class:`UnknownRunError` when the store has no such run): its row
-    ids and its typed score columns, through portable queries (``Store.fetch_all``), so no score
-    object is built: a 100,000-row run reads in about a second."""
+    ids and its typed score columns (the store's :class:`~touchstone.store.comparisons.ComparisonReads`),
+    so no score object is built: a 100,000-row run reads in about a second."""
     info = store.get_run(run_id)
     if info is None:
         recent = ", ".join(r.id for r in store.list_runs(5)) or "none"
         message = f"no run {run_id!r} in the store {store.path} (recent runs: {recent})"
         raise UnknownRunError([Problem("run", None, None, message)])
-    ids = {int(idx): _row_id(data) for idx, data in
-           store.fetch_all("SELECT idx, data FROM rows WHERE run_id = ?", (run_id,))}
-    cells: dict[tuple[str, str], dict[int, Cell]] = {}
-    lines = store.fetch_all(
-        "SELECT evaluator, metric, idx, value, status, passed FROM score_values WHERE run_id = ? "
-        "ORDER BY evaluator, metric, idx",
-        (run_id,),
-    )
-    ok = Status.OK.value
-    column: dict[int, Cell] = {}
-    current: tuple[str, str] | None = None
-    for evaluator, metric, idx, value, status, passed in lines:
-        if (evaluator, metric) != current:
-            current = (evaluator, metric)
-            column = cells.setdefault(current, {})
-        failed = status != ok
-        column[idx] = Cell(None if failed or value is None else float(value), failed,
-                           None if passed is None else bool(passed))
+    reads = store.comparisons
+    ids = reads.row_ids(run_id, ID_FIELD)
+    cells = reads.cells(run_id)
     indices = sorted(ids) if ids else sorted({i for col in cells.values() for i in col})
     return LoadedRun(info, ids, cells, indices, store)
 

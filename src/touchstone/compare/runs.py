@@ -13,10 +13,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from touchstone.compare.matching import Cell, LoadedRun, MatchBy, RowMatch, load_run, match_rows, run_brief
+from touchstone.compare.matching import LoadedRun, MatchBy, RowMatch, load_run, match_rows, run_brief
 from touchstone.errors import InputValidationError, Problem
 from touchstone.stats.paired import holm, mcnemar, paired_bootstrap_ci, sign_flip_test, wilcoxon_signed_rank
 from touchstone.store.base import Store
+from touchstone.store.comparisons import Cell
 
 Verdict = Literal["better", "worse", "no detectable difference", "not compared"]
 BETTER: Verdict = "better"

@@ -5,12 +5,11 @@ is an ordinary ``evaluate()`` run: its rows, typed per-row scores and summary (n
 pass rate per metric) are stored as for any run, and ``touchstone show`` / the dashboard read it as
 one. The run's configuration keeps the monitor's settings under ``options.monitor`` (window bounds,
 thresholds, sampling rate, counts). No table of its own is needed, so the same store works on every
-backend; only the portable ``fetch_all`` read and the protocol's own methods are used.
+backend; only the protocol's own methods and its typed reads (``store.comparisons``) are used.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,23 +40,19 @@ class StoredWindow:
 def stored_windows(store: Store, monitor: str) -> list[StoredWindow]:
     """The evaluated windows of ``monitor``, oldest first (the latest run of a window counts)."""
     prefix = f"{PREFIX}{monitor}:"
-    like = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
-    rows = store.fetch_all(
-        "SELECT id, name, status, summary, started FROM runs WHERE name LIKE ? ESCAPE '!' ORDER BY started",
-        (like,),
-    )
     latest: dict[int, StoredWindow] = {}
-    for run_id, name, status, summary, _ in rows:
-        if not str(name).startswith(prefix) or status not in DONE_STATUSES:
+    for run in store.comparisons.runs_named(prefix):
+        # the store's match ignores ASCII case on SQLite: the name is checked again here
+        if not str(run.name).startswith(prefix) or run.status not in DONE_STATUSES:
             continue
         try:
-            start = int(parse_timestamp(str(name)[len(prefix) :]))
+            start = int(parse_timestamp(str(run.name)[len(prefix) :]))
         except ValueError:
             continue
-        decoded = json.loads(summary) if isinstance(summary, str) else (summary or {})
+        decoded = run.summary or {}
         if isinstance(decoded.get("summary"), dict):  # the run's document: summary, usage...
             decoded = decoded["summary"]
-        latest[start] = StoredWindow(str(run_id), start, str(status), decoded)
+        latest[start] = StoredWindow(run.id, start, run.status, decoded)
     return [latest[s] for s in sorted(latest)]
 
 

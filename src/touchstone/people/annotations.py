@@ -27,13 +27,13 @@ import random
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from touchstone.errors import InputValidationError, Problem
 from touchstone.people.feedback import interaction_ids
 from touchstone.store.base import Store
+from touchstone.store.people import Answer, AnswerLine, Item, Task, TaskCounts
 
 LIKERT_DIMENSIONS = ("relevance", "coherence", "fluency", "helpfulness", "safety")
 PAIRWISE_DIMENSIONS = ("overall",)
@@ -45,42 +45,9 @@ QUERY_KEYS = ("query", "question", "prompt", "input")
 RESPONSE_KEYS = ("response", "answer", "output", "completion")
 CONTEXT_KEYS = ("context", "contexts", "documents", "retrieved_context")
 
-_UPSERT = ("INSERT INTO annotations (task_id, item, annotator, dimension, value, choice, created) "
-           "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, item, annotator, dimension) "
-           "DO UPDATE SET value = excluded.value, choice = excluded.choice, created = excluded.created")
-
 
 class AnnotationError(InputValidationError):
     """A task, an item, an annotator id or an answer is not what was expected."""
-
-
-@dataclass(frozen=True)
-class Task:
-    """An annotation task: its id, name, kind (``likert`` or ``pairwise``), dimensions, where its items
-    came from, and when it was made."""
-
-    id: str
-    name: str | None
-    kind: str
-    dimensions: tuple[str, ...]
-    source: str | None
-    created: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "kind": self.kind, "dimensions": list(self.dimensions),
-                "source": self.source, "created": self.created}
-
-
-@dataclass(frozen=True)
-class Item:
-    """One item: its number in the task, the row it came from, and its content (``query``,
-    ``context``, ``responses`` as ``[{"system": ..., "text": ...}]``)."""
-
-    item: int
-    run_id: str | None
-    idx: int | None
-    row_key: str | None
-    data: dict[str, Any]
 
 
 def _now() -> str:
@@ -146,49 +113,36 @@ def _task_id() -> str:
 
 
 def _insert_task(store: Store, kind: str, dims: tuple[str, ...], name: str | None, source: str,
-                 items: list[tuple[int, str | None, int | None, str | None, dict[str, Any]]]) -> Task:
+                 items: list[Item]) -> Task:
     if not items:
         raise AnnotationError("the task would have no items: nothing to annotate")
     task = Task(_task_id(), name, kind, dims, source, _now())
-    store.execute_many(
-        "INSERT INTO annotation_tasks (id, name, kind, dimensions, source, created) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        [(task.id, name, kind, json.dumps(list(dims)), source, task.created)])
-    store.execute_many(
-        "INSERT INTO annotation_items (task_id, item, run_id, idx, row_key, data) VALUES (?, ?, ?, ?, ?, ?)",
-        [(task.id, n, run_id, idx, key, json.dumps(data, ensure_ascii=False))
-         for n, run_id, idx, key, data in items])
+    store.people.add_task(task, items)
     return task
 
 
 def _run_rows(store: Store, run_id: str) -> dict[int, dict[str, str]]:
-    if not store.fetch_all("SELECT id FROM runs WHERE id = ?", (run_id,)):
+    if store.get_run(run_id) is None:
         raise AnnotationError(f"no run {run_id!r} in this store")
-    rows = {}
-    for idx, data, target in store.fetch_all(
-        "SELECT idx, data, target FROM rows WHERE run_id = ? ORDER BY idx", (run_id,)
-    ):
-        decoded = json.loads(data) if data else {}
-        rows[int(idx)] = content_of(decoded if isinstance(decoded, dict) else {},
-                                    json.loads(target) if target else None)
-    return rows
+    return {row.idx: content_of(row.data if isinstance(row.data, dict) else {}, row.target)
+            for row in store.get_rows(run_id)}
 
 
 def row_keys(store: Store, run_id: str) -> dict[int, str]:
     """How exports name a run's rows (what ``touchstone calibrate --human`` matches): each row's
     ``id`` where every row has one, else its 0-based index."""
     ids: dict[int, Any] = {}
-    for idx, data in store.fetch_all("SELECT idx, data FROM rows WHERE run_id = ? ORDER BY idx", (run_id,)):
+    for idx, data in store.people.row_inputs(run_id).items():
         decoded = json.loads(data) if data else {}
-        ids[int(idx)] = decoded.get("id") if isinstance(decoded, dict) else None
+        ids[idx] = decoded.get("id") if isinstance(decoded, dict) else None
     if ids and all(v is not None and not isinstance(v, (dict, list)) for v in ids.values()):
         return {i: str(v).strip() for i, v in ids.items()}
     return {i: str(i) for i in ids}
 
 
 def _run_name(store: Store, run_id: str) -> str:
-    found = store.fetch_all("SELECT name FROM runs WHERE id = ?", (run_id,))
-    return str(found[0][0]) if found and found[0][0] else run_id
+    info = store.get_run(run_id)
+    return str(info.name) if info is not None and info.name else run_id
 
 
 def create_task_from_run(
@@ -208,12 +162,12 @@ def create_task_from_run(
     missing = [i for i in wanted if i not in rows]
     if missing:
         raise AnnotationError(f"run {run_id!r} has no row {missing[0]} ({len(missing)} missing)")
-    items: list[tuple[int, str | None, int | None, str | None, dict[str, Any]]] = []
+    items: list[Item] = []
     if against is None:
         system = _run_name(store, run_id)
         for n, idx in enumerate(wanted):
             row = rows[idx]
-            items.append((n, run_id, idx, names_of.get(idx), {
+            items.append(Item(n, run_id, idx, names_of.get(idx), {
                 "query": row["query"], "context": row["context"],
                 "responses": [{"system": system, "text": row["response"]}]}))
         return _insert_task(store, kind, dims, name, f"run {run_id}", items)
@@ -227,7 +181,7 @@ def create_task_from_run(
         if match is None or match not in other:
             continue
         row = rows[idx]
-        items.append((len(items), run_id, idx, names_of.get(idx), {
+        items.append(Item(len(items), run_id, idx, names_of.get(idx), {
             "query": row["query"], "context": row["context"],
             "responses": [{"system": names[0], "text": row["response"]},
                           {"system": names[1], "text": other[match]["response"]}]}))
@@ -247,7 +201,7 @@ def create_task_from_records(
     kind = "pairwise" if "response_a" in rows[0] or "response_b" in rows[0] else "likert"
     dims = check_dimensions(kind, dimensions)
     problems: list[Problem] = []
-    items: list[tuple[int, str | None, int | None, str | None, dict[str, Any]]] = []
+    items: list[Item] = []
     for n, rec in enumerate(rows):
         content = content_of(rec)
         key = _text(rec.get("id")) or str(n)
@@ -259,8 +213,8 @@ def create_task_from_records(
             need = [] if content["response"] else ["response"]
             responses = [{"system": _text(rec.get("model")) or "response", "text": content["response"]}]
         problems.extend(Problem(source, n + 1, k, f"expected the {k} text, got nothing") for k in need)
-        items.append((n, None, n, key, {"query": content["query"], "context": content["context"],
-                                        "responses": responses}))
+        items.append(Item(n, None, n, key, {"query": content["query"], "context": content["context"],
+                                            "responses": responses}))
     if problems:
         raise AnnotationError(problems)
     return _insert_task(store, kind, dims, name, source, items)
@@ -268,30 +222,21 @@ def create_task_from_records(
 
 def get_task(store: Store, task_id: str) -> Task:
     """One task, or :class:`AnnotationError` when there is none."""
-    found = store.fetch_all(
-        "SELECT id, name, kind, dimensions, source, created FROM annotation_tasks WHERE id = ?", (task_id,))
-    if not found:
+    task = store.people.task(task_id)
+    if task is None:
         raise AnnotationError(f"no annotation task {task_id!r} in this store")
-    r = found[0]
-    return Task(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5])
+    return task
 
 
-def list_tasks(store: Store) -> list[tuple[Task, int, int]]:
-    """Every task, newest first, with its number of items and of annotators who answered."""
-    counts = {str(t): int(n) for t, n in store.fetch_all(
-        "SELECT task_id, COUNT(*) FROM annotation_items GROUP BY task_id")}
-    people = {str(t): int(n) for t, n in store.fetch_all(
-        "SELECT task_id, COUNT(DISTINCT annotator) FROM annotations GROUP BY task_id")}
-    tasks = [Task(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in store.fetch_all(
-        "SELECT id, name, kind, dimensions, source, created FROM annotation_tasks ORDER BY created DESC, id")]
-    return [(t, counts.get(t.id, 0), people.get(t.id, 0)) for t in tasks]
+def list_tasks(store: Store) -> list[TaskCounts]:
+    """Every task, newest first, with its number of items and of annotators who answered
+    (``(task, items, annotators)``)."""
+    return store.people.tasks()
 
 
 def items_of(store: Store, task_id: str) -> list[Item]:
     """The task's items, by number."""
-    return [Item(int(r[0]), r[1], None if r[2] is None else int(r[2]), r[3], json.loads(r[4]))
-            for r in store.fetch_all("SELECT item, run_id, idx, row_key, data FROM annotation_items "
-                                     "WHERE task_id = ? ORDER BY item", (task_id,))]
+    return store.people.items(task_id)
 
 
 def _rng(*parts: str) -> random.Random:
@@ -325,16 +270,10 @@ def item_view(task: Task, item: Item, annotator: str) -> dict[str, Any]:
                            "text": responses[s].get("text", "")} for i, s in enumerate(sides)]}
 
 
-def answers_of(store: Store, task_id: str, annotator: str | None = None) -> list[tuple[int, str, str, Any]]:
+def answers_of(store: Store, task_id: str, annotator: str | None = None) -> list[Answer]:
     """``(item, annotator, dimension, value)`` of the task's answers (a number for Likert, ``a`` /
     ``b`` / ``tie`` in stored terms for pairwise), by item, annotator, dimension."""
-    sql = "SELECT item, annotator, dimension, value, choice FROM annotations WHERE task_id = ?"
-    params: list[object] = [task_id]
-    if annotator is not None:
-        sql += " AND annotator = ?"
-        params.append(annotator)
-    return [(int(i), str(a), str(d), c if c is not None else v)
-            for i, a, d, v, c in store.fetch_all(sql + " ORDER BY item, annotator, dimension", params)]
+    return store.people.answers(task_id, annotator)
 
 
 def _checked_answer(task: Task, n_items: int, answer: Mapping[str, Any], where: str) -> tuple[int, str, Any]:
@@ -362,9 +301,8 @@ def save_answers(
     is turned into stored terms. Checked as a whole before anything is written."""
     task = get_task(store, task_id)
     check_annotator(annotator)
-    n_items = int(store.fetch_all(
-        "SELECT COUNT(*) FROM annotation_items WHERE task_id = ?", (task_id,))[0][0])
-    lines = []
+    n_items = store.people.item_count(task_id)
+    lines: list[AnswerLine] = []
     stamp = _now()
     for i, answer in enumerate(answers):
         if not isinstance(answer, Mapping):
@@ -373,10 +311,10 @@ def save_answers(
         if task.kind == "pairwise":
             if shown and value != "tie":
                 value = "ab"[sides_for(task.id, annotator, item, 2)["ab".index(value)]]
-            lines.append((task.id, item, annotator, dim, None, value, stamp))
+            lines.append(AnswerLine(task.id, item, annotator, dim, None, value, stamp))
         else:
-            lines.append((task.id, item, annotator, dim, value, None, stamp))
-    store.execute_many(_UPSERT, lines)
+            lines.append(AnswerLine(task.id, item, annotator, dim, value, None, stamp))
+    store.people.save_answers(lines)
     return len(lines)
 
 

@@ -21,12 +21,17 @@ from typing import Any
 
 from touchstone.errors import InputValidationError, Problem
 from touchstone.store.base import Store
-
-EXPLICIT_KINDS = ("thumbs_up", "thumbs_down", "rating", "escalation", "error_report")
-IMPLICIT_KINDS = ("session_length", "return_visit", "task_completion", "abandonment")
-KINDS = EXPLICIT_KINDS + IMPLICIT_KINDS
-FAILURE_KINDS = frozenset({"thumbs_down", "escalation", "error_report", "abandonment"})
-"""Kinds that say the interaction went wrong for the user (what the active-learning queue ranks)."""
+from touchstone.store.people import (
+    EXPLICIT_KINDS,
+    FAILURE_KINDS,
+    ID_COLUMNS,
+    IMPLICIT_KINDS,
+    ROW_FILTERS,
+    interaction_id_sql,
+    json_data_sql,
+    row_filter_sql,
+)
+from touchstone.store.people import FEEDBACK_KINDS as KINDS
 
 MAX_ID = 256
 MAX_TEXT = 10_000
@@ -34,9 +39,6 @@ MAX_BATCH = 1000
 FIELDS = ("interaction_id", "kind", "value", "text", "session_id", "user_id", "created")
 WINDOWS = {"minute": 16, "hour": 13, "day": 10, "month": 7}
 """A time window as the length of the ISO 8601 prefix its events share (``2026-11-23T16`` an hour)."""
-
-_INSERT = ("INSERT INTO feedback (interaction_id, kind, value, text, session_id, user_id, created, received) "
-           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 class FeedbackError(InputValidationError):
@@ -194,24 +196,15 @@ def record_feedback(store: Store, events: Iterable[FeedbackEvent | Mapping[str, 
     """Validate and write events (one transaction); returns how many were written. Nothing is
     written when one is malformed."""
     checked = [e if isinstance(e, FeedbackEvent) else parse_event(e) for e in events]
-    received = _utc(datetime.now(timezone.utc))
-    store.execute_many(_INSERT, [(e.interaction_id, e.kind, e.value, e.text, e.session_id, e.user_id,
-                                  e.created, received) for e in checked])
+    store.people.add_feedback(checked, _utc(datetime.now(timezone.utc)))
     return len(checked)
 
 
 def feedback_for(store: Store, interaction_ids: Sequence[str] | None = None) -> list[FeedbackEvent]:
     """The stored events (of some interactions, or all), oldest first."""
-    sql = "SELECT interaction_id, kind, value, text, session_id, user_id, created FROM feedback"
-    params: list[object] = []
-    if interaction_ids is not None:
-        if not interaction_ids:
-            return []
-        sql += f" WHERE interaction_id IN ({', '.join('?' for _ in interaction_ids)})"
-        params = list(interaction_ids)
     events = []
-    for r in store.fetch_all(sql + " ORDER BY created, id", params):
-        event = object.__new__(FeedbackEvent)
+    for r in store.people.feedback(interaction_ids):
+        event = object.__new__(FeedbackEvent)  # as stored: checked when written
         for name, value in zip(FIELDS, r, strict=True):
             object.__setattr__(event, name, value)
         events.append(event)
@@ -262,43 +255,23 @@ def aggregate(
     if window not in WINDOWS:
         raise InputValidationError(f"window must be one of {', '.join(WINDOWS)}, got {window!r}")
     n = WINDOWS[window]
-    where, params = _time_range(since, until)
-    key = f"substr(created, 1, {n})"
     windows: dict[str, Window] = {}
-    for start, kind, count, mean in store.fetch_all(
-        f"SELECT {key}, kind, COUNT(*), AVG(value) FROM feedback{where} GROUP BY {key}, kind ORDER BY {key}",
-        params,
-    ):
-        w = windows.setdefault(start, Window(start, {}, None, None, 0))
-        w.counts[str(kind)] = int(count)
-        if kind == "rating":
-            w.mean_rating = float(mean)
-        elif kind == "session_length":
-            w.mean_session_length = float(mean)
-    for start, done, people in store.fetch_all(
-        f"SELECT {key}, SUM(CASE WHEN kind = 'task_completion' AND value = 1 THEN 1 ELSE 0 END), "
-        f"COUNT(DISTINCT interaction_id) FROM feedback{where} GROUP BY {key}", params,
-    ):
-        windows[start].counts["task_completion_done"] = int(done or 0)
-        windows[start].interactions = int(people)
+    for line in store.people.feedback_by_kind(n, since, until):
+        w = windows.setdefault(line.start, Window(line.start, {}, None, None, 0))
+        w.counts[line.kind] = line.events
+        if line.kind == "rating":
+            w.mean_rating = line.mean
+        elif line.kind == "session_length":
+            w.mean_session_length = line.mean
+    for totals in store.people.feedback_window_totals(n, since, until):
+        windows[totals.start].counts["task_completion_done"] = totals.completed
+        windows[totals.start].interactions = totals.interactions
     if run_id is not None and metric is not None:
-        _judge_beside(store, windows, key, where, params, run_id, metric, id_column)
+        _judge_beside(store, windows, (n, since, until), run_id, metric, id_column)
     return [windows[k] for k in sorted(windows)]
 
 
-def _time_range(since: str | None, until: str | None) -> tuple[str, list[object]]:
-    clauses: list[str] = []
-    params: list[object] = []
-    if since:
-        clauses.append("created >= ?")
-        params.append(since)
-    if until:
-        clauses.append("substr(created, 1, ?) <= ?")
-        params.extend([len(until), until])
-    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
-
-
-def _judge_beside(store: Store, windows: dict[str, Window], key: str, where: str, params: list[object],
+def _judge_beside(store: Store, windows: dict[str, Window], span: tuple[int, str | None, str | None],
                   run_id: str, metric: str, id_column: str | None) -> None:
     ids = interaction_ids(store, run_id, id_column)
     values: dict[str, list[float]] = {}
@@ -306,27 +279,23 @@ def _judge_beside(store: Store, windows: dict[str, Window], key: str, where: str
         if sv.ok and sv.value is not None and sv.idx in ids:
             values.setdefault(ids[sv.idx], []).append(sv.value)
     seen: dict[str, set[str]] = {}
-    for start, interaction in store.fetch_all(f"SELECT DISTINCT {key}, interaction_id FROM feedback{where}",
-                                              params):
-        seen.setdefault(start, set()).add(str(interaction))
+    for found in store.people.feedback_interactions(*span):
+        seen.setdefault(found.start, set()).add(found.interaction_id)
     for start, w in windows.items():
         got = [v for i in seen.get(start, ()) for v in values.get(i, ())]
         w.judge_mean = sum(got) / len(got) if got else None
-
-
-ID_COLUMNS = ("interaction_id", "id")
 
 
 def interaction_ids(store: Store, run_id: str, id_column: str | None = None) -> dict[int, str]:
     """``{row index: interaction id}`` of a run: the row's ``id_column`` input (by default its
     ``interaction_id`` or ``id`` column), else ``<run id>:<row index>``."""
     out: dict[int, str] = {}
-    for idx, data in store.fetch_all("SELECT idx, data FROM rows WHERE run_id = ? ORDER BY idx", (run_id,)):
+    for idx, data in store.people.row_inputs(run_id).items():
         try:
             decoded = json.loads(data)
         except (TypeError, ValueError):
             decoded = {}
-        out[int(idx)] = interaction_id_of(run_id, int(idx), decoded, id_column)
+        out[idx] = interaction_id_of(run_id, idx, decoded, id_column)
     return out
 
 
@@ -337,95 +306,6 @@ def interaction_id_of(run_id: str, idx: int, data: Any, id_column: str | None = 
         if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
             return str(value)
     return f"{run_id}:{idx}"
-
-
-_NOT_JSON = ("NaN", "Infinity", "-Infinity")
-"""What Python's encoder writes for float values JSON has no word for (the store allows them)."""
-
-
-def json_data_sql(dialect: str, alias: str = "r") -> str:
-    """SQL for the JSON text of row ``alias``'s inputs that the database's JSON functions accept:
-    the store writes ``NaN`` and infinities as Python does, which neither SQLite's JSON functions
-    nor PostgreSQL's ``jsonb`` read, so they become ``null`` (where the encoder puts values: after
-    ``": "``, ``"["`` or ``", "``); for the id rule a non-finite number and null are alike. On
-    SQLite anything else it cannot read is ``{}`` (as :func:`interaction_ids` reads it)."""
-    text = f"{alias}.data"
-    fixed = text
-    for token in _NOT_JSON:
-        for before in (": ", "[", ", "):
-            fixed = f"REPLACE({fixed}, '{before}{token}', '{before}null')"
-    if dialect == "postgresql":
-        return (f"CASE WHEN POSITION('NaN' IN {text}) > 0 OR POSITION('Infinity' IN {text}) > 0 "
-                f"THEN {fixed} ELSE {text} END")
-    return f"CASE WHEN json_valid({text}) THEN {text} WHEN json_valid({fixed}) THEN {fixed} ELSE '{{}}' END"
-
-
-def _sqlite_id(column: str, alias: str) -> str:
-    path = f"'$.{column}'"
-    value = f"json_extract({alias}.j, {path})"
-    return (f"CASE WHEN json_type({alias}.j, {path}) IN ('text', 'integer') AND {value} <> '' "
-            f"THEN CAST({value} AS TEXT) END")
-
-
-def _postgres_id(column: str) -> str:
-    # a whole number only, as Python reads it (42 is an id, 42.0 is not)
-    return (f"CASE WHEN jsonb_typeof(d.j -> '{column}') = 'string' AND d.j ->> '{column}' <> '' "
-            f"THEN d.j ->> '{column}' WHEN jsonb_typeof(d.j -> '{column}') = 'number' AND "
-            f"(d.j ->> '{column}') ~ '^-?[0-9]+$' THEN d.j ->> '{column}' END")
-
-
-def interaction_id_sql(dialect: str, alias: str = "r") -> str:
-    """SQL for the interaction id of the ``rows`` table's row ``alias``, the rule of
-    :func:`interaction_ids` (its ``interaction_id`` or ``id`` input when a non-empty string or a
-    whole number, else ``<run id>:<row index>``) written for ``dialect`` (``sqlite`` or
-    ``postgresql``), so a query joins a run's rows to their feedback without reading them."""
-    fallback = f"{alias}.run_id || ':' || CAST({alias}.idx AS TEXT)"
-    data = json_data_sql(dialect, alias)
-    if dialect == "postgresql":
-        # the row's JSON decoded once per row (OFFSET 0 keeps the planner from inlining it per use)
-        found = ", ".join(_postgres_id(c) for c in ID_COLUMNS)
-        decoded = f"(SELECT CAST({data} AS jsonb) AS j OFFSET 0) d"
-        return f"COALESCE((SELECT COALESCE({found}) FROM {decoded}), {fallback})"
-    found = ", ".join(_sqlite_id(c, "d") for c in ID_COLUMNS)
-    return f"COALESCE((SELECT COALESCE({found}) FROM (SELECT {data} AS j) d), {fallback})"
-
-
-ROW_FILTERS = ("any", "none", "failure", *KINDS)
-"""What a run's rows can be filtered by (:func:`row_filter_sql`): any feedback, none, a
-user-reported failure (see :attr:`FeedbackEvent.failure`), or at least one event of a kind."""
-
-_FAILURE_SQL = ("(f.kind IN (" + ", ".join(f"'{k}'" for k in sorted(FAILURE_KINDS)) + ") OR "
-                "(f.kind = 'rating' AND f.value <= 2) OR (f.kind = 'task_completion' AND f.value = 0))")
-
-
-def row_filter_sql(dialect: str, having: str = "", rating_at_most: float | None = None,
-                   alias: str = "r") -> tuple[str, list[object]]:
-    """A ``WHERE`` condition (and its parameters) keeping the rows ``alias`` whose interaction has
-    feedback ``having`` (one of :data:`ROW_FILTERS`; empty: no condition) and, with
-    ``rating_at_most``, a mean rating at most that; ``("", [])`` when neither is asked. One index
-    lookup in ``feedback`` per row (its ``interaction_id`` index), so it scales with the run."""
-    if having and having not in ROW_FILTERS:
-        raise InputValidationError(f"feedback must be one of {', '.join(ROW_FILTERS)}, got {having!r}")
-    if rating_at_most is not None and not math.isfinite(rating_at_most):
-        raise InputValidationError(f"rating_at_most must be a finite number, got {rating_at_most!r}")
-    key = interaction_id_sql(dialect, alias)
-    clauses: list[str] = []
-    params: list[object] = []
-    events = f"SELECT 1 FROM feedback f WHERE f.interaction_id = {key}"
-    if having == "any":
-        clauses.append(f"EXISTS ({events})")
-    elif having == "none":
-        clauses.append(f"NOT EXISTS ({events})")
-    elif having == "failure":
-        clauses.append(f"EXISTS ({events} AND {_FAILURE_SQL})")
-    elif having:
-        clauses.append(f"EXISTS ({events} AND f.kind = ?)")
-        params.append(having)
-    if rating_at_most is not None:
-        clauses.append(f"(SELECT AVG(f.value) FROM feedback f WHERE f.interaction_id = {key} "
-                       "AND f.kind = 'rating') <= ?")
-        params.append(float(rating_at_most))
-    return " AND ".join(clauses), params
 
 
 def feedback_columns(store: Store, interactions: Sequence[str]) -> dict[str, dict[str, Any]]:

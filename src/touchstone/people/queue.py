@@ -21,7 +21,6 @@ feedback) in the store; a budget keeps the first ``budget`` items. The queue fee
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -208,20 +207,6 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _run_outputs(store: Store, run_id: str) -> dict[tuple[int, str], dict[str, Any]]:
-    out: dict[tuple[int, str], dict[str, Any]] = {}
-    for idx, evaluator, outputs in store.fetch_all(
-        "SELECT idx, evaluator, outputs FROM scores WHERE run_id = ?", (run_id,)
-    ):
-        try:
-            decoded = json.loads(outputs)
-        except (TypeError, ValueError):
-            continue
-        if isinstance(decoded, dict):
-            out[(int(idx), str(evaluator))] = decoded
-    return out
-
-
 def run_signals(
     store: Store, run_id: str, metrics: Sequence[str] | None = None,
     thresholds: Mapping[str, float] | None = None, scales: Mapping[str, tuple[float, float]] | None = None,
@@ -235,7 +220,7 @@ def run_signals(
     evaluators_of: dict[str, set[str]] = {}
     for v in values:
         evaluators_of.setdefault(v.metric, set()).add(v.evaluator)
-    outputs = _run_outputs(store, run_id)
+    outputs = store.people.outputs_by_row(run_id)
     by_metric: dict[str, list[float]] = {}
     for v in values:
         by_metric.setdefault(v.metric, []).append(float(v.value or 0.0))
@@ -251,7 +236,7 @@ def run_signals(
         name = v.metric if len(evaluators_of[v.metric]) == 1 else f"{v.evaluator}.{v.metric}"
         judges.setdefault(v.idx, {})[name] = JudgeSignal(float(v.value or 0.0), t, lo, hi, probs, v.metric)
     feedback = run_feedback(store, run_id, id_column)
-    rows = {int(r[0]) for r in store.fetch_all("SELECT idx FROM rows WHERE run_id = ?", (run_id,))}
+    rows = set(store.people.row_indices(run_id))
     return [Signals(run_id, i, judges.get(i, {}), feedback.get(i, {})) for i in sorted(rows | set(judges))]
 
 
