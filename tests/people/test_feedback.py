@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pickle
 import random
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from tests.people.conftest import make_run
@@ -13,6 +13,8 @@ from tests.people.conftest import make_run
 from touchstone.errors import InputValidationError
 from touchstone.people import feedback as fb
 from touchstone.store.base import Store
+from touchstone.store.people import ROW_FILTERS, interaction_id_sql, row_filter_sql
+from touchstone.store.sql import SqlStore
 
 
 @pytest.mark.parametrize(("body", "field"), [
@@ -158,18 +160,19 @@ def test_the_sql_row_filter_equals_the_python_definition(any_store: Store) -> No
     fb.record_feedback(any_store, events)
     columns = fb.run_feedback(any_store, run)
     dialect = str(getattr(getattr(any_store, "dialect", None), "name", "sqlite"))
-    asked = [(h, None) for h in fb.ROW_FILTERS] + [("", 2.0), ("", 3.5), ("error_report", 4.0)]
+    asked = [(h, None) for h in ROW_FILTERS] + [("", 2.0), ("", 3.5), ("error_report", 4.0)]
+    query = cast(SqlStore, any_store)._query  # the store's own SQL fragments, run as the store runs them
     for having, rating_max in asked:
-        clause, params = fb.row_filter_sql(dialect, having, rating_max)
-        got = [int(r[0]) for r in any_store.fetch_all(
+        clause, params = row_filter_sql(dialect, having, rating_max)
+        got = [int(r[0]) for r in query(
             f"SELECT r.idx FROM rows r WHERE r.run_id = ? AND {clause} ORDER BY r.idx", [run, *params])]
         assert got == _by_definition(columns, n, having, rating_max), (having, rating_max)
-    assert fb.row_filter_sql(dialect) == ("", [])
+    assert row_filter_sql(dialect) == ("", [])
     with pytest.raises(InputValidationError, match="feedback must be one of"):
-        fb.row_filter_sql(dialect, "thumbs_sideways")
+        row_filter_sql(dialect, "thumbs_sideways")
     # the SQL interaction id is the Python one, row by row
-    sql_ids = dict(any_store.fetch_all(
-        f"SELECT r.idx, {fb.interaction_id_sql(dialect)} FROM rows r WHERE r.run_id = ?", [run]))
+    sql_ids = dict(query(f"SELECT r.idx, {interaction_id_sql(dialect)} FROM rows r WHERE r.run_id = ?",
+                         [run]))
     assert {int(k): v for k, v in sql_ids.items()} == fb.interaction_ids(any_store, run)
 
 

@@ -1,4 +1,6 @@
-"""The people-in-the-loop tables (schema version 4) and :meth:`Store.execute_many` on both backends."""
+"""The people-in-the-loop tables (schema version 4) written through the store's people repository on
+both backends: each write is one transaction, answers are upserted, feedback lines get ids of their
+own."""
 
 from __future__ import annotations
 
@@ -6,36 +8,28 @@ import pytest
 
 from touchstone.errors import StoreError
 from touchstone.store import open_store
-
-TASK_INSERT = ("INSERT INTO annotation_tasks (id, name, kind, dimensions, source, created) "
-               "VALUES (?, ?, ?, ?, ?, ?)")
+from touchstone.store.people import AnswerLine, Item, StoredFeedback, Task
 
 
-def test_execute_many_writes_in_one_transaction_and_upserts(store_location: str) -> None:
+def test_writes_are_one_transaction_each_and_answers_upsert(store_location: str) -> None:
     store = open_store(store_location)
     try:
-        store.execute_many(
-            TASK_INSERT, [("t1", "task", "likert", '["fluency"]', None, "2026-01-01T00:00:00+00:00")],
-        )
-        upsert = ("INSERT INTO annotations (task_id, item, annotator, dimension, value, choice, created) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, item, annotator, dimension) "
-                  "DO UPDATE SET value = excluded.value, choice = excluded.choice, "
-                  "created = excluded.created")
-        store.execute_many(upsert, [("t1", 0, "ann", "fluency", 3.0, None, "x"),
-                                    ("t1", 1, "ann", "fluency", 4.0, None, "x")])
-        store.execute_many(upsert, [("t1", 0, "ann", "fluency", 5.0, None, "y")])
-        assert store.fetch_all("SELECT item, value FROM annotations ORDER BY item") == [(0, 5.0), (1, 4.0)]
-        store.execute_many("INSERT INTO feedback (interaction_id, kind, value, text, session_id, user_id, "
-                           "created, received) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           [("i1", "thumbs_up", None, None, None, None, "c", "r")] * 3)
-        ids = [r[0] for r in store.fetch_all("SELECT id FROM feedback ORDER BY id")]
-        assert len(set(ids)) == 3
-        store.execute_many("DELETE FROM feedback", [])  # nothing to run: no transaction, no error
-        assert len(store.fetch_all("SELECT id FROM feedback")) == 3
-        # a failing line rolls the whole batch back
+        people = store.people
+        people.add_task(Task("t1", "task", "likert", ("fluency",), None, "2026-01-01T00:00:00+00:00"),
+                        [Item(0, None, 0, None, {}), Item(1, None, 1, None, {})])
+        people.save_answers([AnswerLine("t1", 0, "ann", "fluency", 3.0, None, "x"),
+                             AnswerLine("t1", 1, "ann", "fluency", 4.0, None, "x")])
+        people.save_answers([AnswerLine("t1", 0, "ann", "fluency", 5.0, None, "y")])
+        assert [(a.item, a.value) for a in people.answers("t1")] == [(0, 5.0), (1, 4.0)]
+        event = StoredFeedback("i1", "thumbs_up", None, None, None, None, "c")
+        people.add_feedback([event] * 3, "r")
+        assert people.feedback(["i1"]) == [event] * 3  # three lines, not one replaced twice
+        people.add_feedback([], "r")  # nothing to write: no transaction, no error
+        assert len(people.feedback()) == 3
+        # a failing line rolls the whole batch back: the task's line goes with its items
         with pytest.raises(StoreError):
-            store.execute_many(TASK_INSERT, [("t2", None, "likert", "[]", None, "c"),
-                                             ("t1", None, "likert", "[]", None, "c")])
-        assert store.fetch_all("SELECT id FROM annotation_tasks ORDER BY id") == [("t1",)]
+            people.add_task(Task("t2", None, "likert", ("fluency",), None, "c"),
+                            [Item(0, None, 0, None, {}), Item(0, None, 1, None, {})])
+        assert [t.task.id for t in people.tasks()] == ["t1"]
     finally:
         store.close()
