@@ -11,6 +11,7 @@ import pytest
 
 from touchstone import BleuScoreEvaluator, F1ScoreEvaluator, evaluate
 from touchstone.engine import runner, stored_targets
+from touchstone.engine.run import session
 from touchstone.engine.stored_targets import StoredTargets
 from touchstone.evaluators.base import EvaluatorLike
 from touchstone.store import RunStore
@@ -68,11 +69,11 @@ def test_large_target_run_same_as_held(tmp_path: Path, monkeypatch: pytest.Monke
             most[0] = max(most[0], len(self._pages))
             return page
 
-    monkeypatch.setattr(runner, "StoredTargets", Watched)
+    monkeypatch.setattr(session, "StoredTargets", Watched)
     streamed = run(tmp_path, "store")
     assert held and 0 < most[0] <= 2  # bounded: two pages of 40 rows at most
 
-    monkeypatch.setattr(runner, "StoredTargets", lambda store, run_id: {})  # every output held, as before
+    monkeypatch.setattr(session, "StoredTargets", lambda store, run_id: {})  # every output held, as before
     before = run(tmp_path, "held")
     assert list(streamed.rows) == list(before.rows)
     assert any("outputs.target_error" in row for row in streamed.rows)

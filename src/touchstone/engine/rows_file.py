@@ -1,8 +1,9 @@
 """``evaluate(output_path=...)``'s files, written while the run goes.
 
-:class:`RowsFile` watches the run store's writes (a thin wrapper around the runner's store reports
-which rows' inputs and which (row, evaluator) results are written), keeps one boolean per row and
-evaluator, and a cursor: the first row not yet complete. About once a second (:data:`TICK_SECONDS`)
+:class:`RowsFile` listens to the run's store writes (the run's sink,
+:class:`~touchstone.engine.run.sink.RunSink`, reports which rows' inputs and which (row, evaluator)
+results are written), keeps one boolean per row and evaluator, and a cursor: the first row not yet
+complete. About once a second (:data:`TICK_SECONDS`)
 the rows from the last written one up to the cursor are read back from the store a page at a time
 (:class:`~touchstone.engine.stored_rows.StoredRows`' reading and rendering, nothing held but the
 page) and appended, in row order, to ``rows.jsonl`` (which grows in place: a crash leaves whole
@@ -29,7 +30,7 @@ import tempfile
 import threading
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,8 +40,7 @@ from touchstone.engine.accumulate import FrameSchema, GroupSpec, _Group, _group_
 from touchstone.engine.result import _UMASK, RESULTS_FILE, EvaluationResult, _atomic, output_files
 from touchstone.engine.stored_rows import PAGE_ROWS, StoredRows
 from touchstone.errors import OutputWriteError, RunAbortedError, describe_os_error
-from touchstone.store import Store, StoredRow
-from touchstone.store.base import PutScoresItem
+from touchstone.store import Store
 
 if TYPE_CHECKING:
     from touchstone.data.loaders import Record
@@ -124,27 +124,6 @@ class _Pages(StoredRows):
         return super()._row(i, data, source, target, target_error, outputs)
 
 
-class _WatchedStore:
-    """The run store, telling :class:`RowsFile` what each ``put_rows`` / ``put_scores`` wrote (after
-    it is written, from whichever thread writes it); everything else passes through."""
-
-    def __init__(self, store: Store, owner: RowsFile) -> None:
-        self._store, self._owner = store, owner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def put_rows(self, run_id: str, rows: Iterable[StoredRow]) -> None:
-        rows = list(rows)
-        self._store.put_rows(run_id, rows)
-        self._owner.written(None, [r.idx for r in rows])
-
-    def put_scores(self, run_id: str, evaluator: str, scores: Iterable[PutScoresItem]) -> None:
-        scores = list(scores)
-        self._store.put_scores(run_id, evaluator, scores)
-        self._owner.written(evaluator, [s[0] for s in scores])
-
-
 class RowsFile:
     """The output files of one run (``output_path`` as :meth:`EvaluationResult.write` reads it),
     written as rows complete. Use :meth:`during` around the run, then :meth:`finish` with its result
@@ -173,10 +152,10 @@ class RowsFile:
     # ------------------------------------------------------------------ during the run
     @contextlib.asynccontextmanager
     async def during(self, runner: Any) -> AsyncIterator[None]:
-        """Watch ``runner``'s store writes and append completed rows every :data:`TICK_SECONDS`."""
-        raw_store: Store = runner.store
-        self._start(raw_store, runner)
-        runner.store = cast(Store, _WatchedStore(raw_store, self))
+        """Listen to ``runner``'s store writes (its sink's events) and append completed rows every
+        :data:`TICK_SECONDS`."""
+        self._start(runner.store, runner)
+        runner.sink.subscribe(self)
         task = asyncio.create_task(self._every())
         try:
             yield
@@ -189,7 +168,7 @@ class RowsFile:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-            runner.store = raw_store
+            runner.sink.unsubscribe(self)
 
     def _start(self, store: Store, runner: Any) -> None:
         self._store, self._run_id, self.n = store, runner.ctx.run_id, runner.n
@@ -202,10 +181,7 @@ class RowsFile:
         self._inputs = np.zeros(self.n, dtype=bool)
         if runner.resumed:  # rows stored by the run resumed count as done
             for start in range(0, self.n, PAGE_ROWS * 5):
-                for (idx,) in store.fetch_all(
-                    "SELECT idx FROM rows WHERE run_id = ? AND idx >= ? AND idx < ?",
-                    (self._run_id, start, start + PAGE_ROWS * 5),
-                ):
+                for idx in store.results.stored_row_indices(self._run_id, start, start + PAGE_ROWS * 5):
                     if 0 <= idx < self.n:
                         self._inputs[idx] = True
         self.folder, self.sdk_path = output_files(self.path)  # OutputWriteError before anything is scored

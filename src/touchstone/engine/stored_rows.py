@@ -10,7 +10,6 @@ them, else from the store's copy of each row.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
@@ -84,20 +83,15 @@ class StoredRows(Sequence[dict[str, Any]]):
 
     def _range(self, start: int, stop: int) -> list[dict[str, Any]]:
         """Rows ``start`` to ``stop`` (exclusive), read with two queries."""
-        lines = self._store.fetch_all(
-            "SELECT idx, source, data, target, target_error FROM rows "
-            "WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
-            (self._run_id, start, stop),
-        )
-        inputs: dict[int, tuple[Mapping[str, Any], str, Mapping[str, Any] | None, str | None]] = {}
-        for idx, source, data, target, error in lines:
-            inputs[int(idx)] = (json.loads(data), source or "", json.loads(target) if target else None, error)
-        outputs: dict[tuple[int, str], Outputs] = {}
-        for idx, name, text, failed in self._store.fetch_all(
-            "SELECT idx, evaluator, outputs, failed FROM scores WHERE run_id = ? AND idx >= ? AND idx < ?",
-            (self._run_id, start, stop),
-        ):
-            outputs[int(idx), str(name)] = (json.loads(text), bool(failed))
+        results = self._store.results
+        inputs: dict[int, tuple[Mapping[str, Any], str, Mapping[str, Any] | None, str | None]] = {
+            idx: (data, source or "", target, error)
+            for idx, source, data, target, error in results.row_inputs(self._run_id, start, stop)
+        }
+        outputs: dict[tuple[int, str], Outputs] = {
+            (idx, name): (out, failed)
+            for idx, name, out, failed in results.outputs(self._run_id, start, stop)
+        }
         rows = []
         for i in range(start, stop):
             data, source, target, error = inputs.get(i, ({}, "", None, None))

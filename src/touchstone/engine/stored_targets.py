@@ -10,7 +10,6 @@ target holds bounded memory whatever its size (it held every output for the whol
 from __future__ import annotations
 
 import collections
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,13 +51,12 @@ class StoredTargets:
         if page is not None:
             self._pages.move_to_end(first)
             return page
-        page = {}
-        for idx, target, error in self._store.fetch_all(
-            "SELECT idx, target, target_error FROM rows WHERE run_id = ? AND idx >= ? AND idx < ? "
-            "AND (target IS NOT NULL OR target_error IS NOT NULL)",
-            (self._run_id, first, first + self._page_rows),
-        ):
-            page[int(idx)] = (json.loads(target) if target else None, error)
+        page = {
+            idx: (target, error)
+            for idx, target, error in self._store.results.target_outputs(
+                self._run_id, first, first + self._page_rows, answered_only=True
+            )
+        }
         self._pages[first] = page
         while len(self._pages) > self._max:
             self._pages.popitem(last=False)
