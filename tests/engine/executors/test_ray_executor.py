@@ -341,7 +341,7 @@ def test_map_batches_scores_a_dataset_where_its_blocks_are(cluster: str) -> None
 
     from touchstone.engine.executors import direct_inputs, score_wire
     from touchstone.engine.executors.ray.data import map_scores, open_dataset
-    from touchstone.engine.runner import _direct_plan
+    from touchstone.engine.run.inputs import direct_plan as _direct_plan
 
     rows = text_rows(1200, seed=17)
     evs: dict[str, Any] = {"f1": F1ScoreEvaluator(), "em": ExactMatchEvaluator()}
