@@ -13,6 +13,7 @@ production sends it one event per request); the feedback read here is what it st
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
@@ -23,6 +24,7 @@ from touchstone.errors import InputValidationError
 from touchstone.people import annotations as an
 from touchstone.people import feedback as fb
 from touchstone.people import queue as q
+from touchstone.store.people import Answer
 from touchstone.ui.pages import JSONBody, Pages
 
 MAX_BODY = 1 << 20
@@ -37,17 +39,18 @@ def _error(message: str, status: int, field: str | None = None) -> JSONBody:
     return _json({"error": message, **({"field": field} if field else {})}, status)
 
 
-def shown_answers(task: an.Task, annotator: str, answers: list[tuple[int, str, str, Any]]) -> dict[str, Any]:
+def shown_answers(task: an.Task, annotator: str, answers: Sequence[Answer]) -> dict[str, Any]:
     """An annotator's stored answers as the page shows them: ``{item: {dimension: value}}``, a
     pairwise choice named by the side it is shown on for this annotator."""
     out: dict[str, dict[str, Any]] = {}
-    for item, _, dim, value in answers:
+    for answer in answers:
+        value: Any = answer.value
         if task.kind == "pairwise" and value in ("a", "b"):
-            sides = an.sides_for(task.id, annotator, item, 2)
+            sides = an.sides_for(task.id, annotator, answer.item, 2)
             value = "ab"[sides.index("ab".index(value))]
         elif task.kind == "likert":
             value = int(value)
-        out.setdefault(str(item), {})[dim] = value
+        out.setdefault(str(answer.item), {})[answer.dimension] = value
     return out
 
 
