@@ -37,6 +37,25 @@ STORE_HELP = (
 )
 
 
+def show_command_line(run_id: str, store_path: str | Path) -> str:
+    """The ``touchstone show`` command that finds this run again: ``--store`` named unless the run is
+    in the default store (``$TOUCHSTONE_STORE``, else ``~/.touchstone/runs.db``)."""
+    import os
+    import shlex
+
+    from touchstone.store.sqlite import default_store_path
+
+    default = os.environ.get("TOUCHSTONE_STORE") or str(default_store_path())
+    same = str(store_path) == default
+    if not same:
+        try:
+            same = Path(store_path).resolve() == Path(default).expanduser().resolve()
+        except (OSError, ValueError):
+            same = False
+    command = f"touchstone show {run_id}"
+    return command if same else f"{command} --store {shlex.quote(str(store_path))}"
+
+
 def open_run_store(path: str | Path | None) -> Store:
     """The run store at ``path`` (a file or a ``postgresql://`` URL; None: the default location).
     When the default location cannot be used the store keeps runs in memory; its warning is printed

@@ -31,6 +31,7 @@ from touchstone.cli.common import (
     parse_floats,
     parse_names,
     parse_pairs,
+    show_command_line,
     summary_table,
 )
 from touchstone.cli.judge_options import (
@@ -176,8 +177,9 @@ def _report(
         out.print(f"wrote {markup_safe(out_dir / 'rows.jsonl')} and {markup_safe(out_dir / 'summary.json')}",
                   highlight=False)
     if persistent:
-        out.print(f"stored in {markup_safe(store_path)} as run {run['id']} (touchstone show {run['id']})",
-                  highlight=False)
+        out.print(f"stored in {markup_safe(store_path)} as run {run['id']}", highlight=False, soft_wrap=True)
+        out.print(f"  see it again: {markup_safe(show_command_line(run['id'], store_path))}", highlight=False,
+                  soft_wrap=True)
     else:
         out.print(f"run {run['id']} was kept in memory only: no run store to keep it in", highlight=False)
     for metric in unscored:
@@ -397,6 +399,10 @@ def eval_command(
     ),
     http_transport: str | None = HTTP_TRANSPORT,
     no_hedge: bool = NO_HEDGE,
+    show_estimate: bool = typer.Option(
+        False, "--show-estimate",
+        help="After the run, the cost estimate against the actual use per metric (default: one line).",
+    ),
 ) -> None:
     """Evaluate DATA with the chosen metrics, print a summary table, store the run.
 
@@ -416,7 +422,12 @@ def eval_command(
         evaluator_config = column_mapping_config(parse_pairs(maps, "--map"))
         # a preset's conditional metrics depend on the inputs the rows provide
         inputs = mapped_inputs(data_columns(data), evaluator_config) if preset and not resume else None
-        metric_names, preset_options = spending.preset_metrics(named, preset, inputs)
+        metric_names: list[str]
+        preset_options: dict[str, dict[str, Any]]
+        if resume and named is None and preset is None:
+            metric_names, preset_options = [], {}  # the stored run's; only what is named is checked
+        else:
+            metric_names, preset_options = spending.preset_metrics(named, preset, inputs)
         plan = plan_evaluation(
             metric_names,
             threshold_values,
@@ -437,6 +448,7 @@ def eval_command(
             metric_options=spending.merge_options(
                 preset_options, parse_metric_options(metric_options), metric_names
             ),
+            dry_run=dry_run,
         )
         check_thresholds(plan.evaluators, threshold_values)
         check_mapped_inputs(plan.evaluators, plan.evaluator_config)
@@ -455,7 +467,7 @@ def eval_command(
                       **({"target": app_target} if app_target is not None else {}),
                       **_executor(executor, ray_address), retry_failed="all" if retry_failed else None,
                       output_path=out_dir)  # rows.jsonl grows as rows complete
-        spending.report_estimate(run_store, result.run["id"], selection)
+        spending.report_estimate(run_store, result.run["id"], selection, table=show_estimate)
     except OutputWriteError as exc:
         _unwritten(exc, list(plan.evaluators), run_store)
     except (StoreConnectionError, StoreError) as exc:  # not the input's fault (exit 1)

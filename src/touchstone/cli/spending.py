@@ -127,13 +127,14 @@ def print_dry_run(selection: RunSelection, plan: EvaluationPlan) -> None:
     out.print(by_tier)
 
 
-def report_estimate(run_store: Any, run_id: str, selection: RunSelection) -> None:
-    """Store the estimate against the run's actual use in its summary and print the comparison."""
+def report_estimate(run_store: Any, run_id: str, selection: RunSelection, *, table: bool = False) -> None:
+    """Store the estimate against the run's actual use in its summary and print it: one line, or the
+    table per metric when ``table`` (``--show-estimate``; ``touchstone show`` prints it too)."""
     if selection.estimate is None:
         return
     doc = record_estimate(run_store, run_id, selection.estimate)
     if doc is not None:
-        out.print(estimate_vs_actual_table(doc))
+        out.print(estimate_vs_actual_table(doc) if table else Text(estimate_line(doc)))
 
 
 def _cost(value: float | None) -> str:
@@ -181,19 +182,34 @@ def _pair(entry: Mapping[str, Any], money: bool = False) -> list[str]:
 
 def estimate_vs_actual_table(doc: Mapping[str, Any]) -> Table:
     """A stored run's ``summary["estimate"]``: estimated, actual and relative error of calls, prompt
-    tokens, completion tokens and cost, per metric and in total."""
+    tokens, completion tokens and cost, per metric and in total (one line per figure, so the table
+    fits 80 columns)."""
     table = Table(title=f"estimate vs actual — {doc.get('rows', '?')} rows")
-    table.add_column("metric")
-    for figure in ("calls", "prompt tokens", "completion tokens", "cost"):
-        for part in ("est.", "actual", "error"):
-            table.add_column(f"{figure} {part}" if part == "est." else part, justify="right")
+    table.add_column("metric", no_wrap=True)
+    table.add_column("figure", no_wrap=True)
+    for part in ("estimated", "actual", "error"):
+        table.add_column(part, justify="right", no_wrap=True)
     lines = [*(doc.get("per_evaluator") or {}).items(), ("total", doc["total"])]
     for name, figs in lines:
-        cells: list[str] = []
-        for key in ("calls", "prompt_tokens", "completion_tokens", "cost_usd"):
-            cells += _pair(figs.get(key) or {}, money=key == "cost_usd")
-        table.add_row(Text(name), *cells, style="bold" if name == "total" else None)
+        for i, (key, label) in enumerate(_FIGURES):
+            table.add_row(
+                Text(name) if i == 0 else "", label, *_pair(figs.get(key) or {}, money=key == "cost_usd"),
+                style="bold" if name == "total" else None, end_section=i == len(_FIGURES) - 1,
+            )
     return table
+
+
+_FIGURES = (("calls", "calls"), ("prompt_tokens", "prompt tokens"),
+            ("completion_tokens", "completion tokens"), ("cost_usd", "cost"))
+
+
+def estimate_line(doc: Mapping[str, Any]) -> str:
+    """The estimate against the actual in one line: total calls and cost."""
+    total = doc["total"]
+    calls = _pair(total.get("calls") or {})
+    cost = _pair(total.get("cost_usd") or {}, money=True)
+    return (f"estimate vs actual: {calls[0]} calls, {cost[0]} estimated; {calls[1]} calls, {cost[1]} "
+            f"used ({calls[2]} calls)")
 
 
 def show_sample_and_estimate(info: Any) -> None:

@@ -241,6 +241,60 @@ def stored_run_settings(store: str | os.PathLike[str] | None, run_id: str) -> St
     return StoredRunSettings(run_id, names, thresholds, evaluator_config, judge, metric_options)
 
 
+def check_judge_key(model_config: Any, evaluators: Mapping[str, Any]) -> None:
+    """Refuse, before a run is created, judge metrics whose judge is the hosted OpenAI API (no base
+    URL anywhere) when no API key is configured: every call would fail. A judge at a base URL (a
+    local server may need no key) and Azure (which may sign in without a key) are left to the call."""
+    if not isinstance(model_config, Mapping) or not any(
+        getattr(ev, "needs_judge", False) for ev in evaluators.values()
+    ):
+        return
+    if model_config.get("type") not in (None, "openai") or "azure_endpoint" in model_config:
+        return
+    if model_config.get("base_url") or os.environ.get("OPENAI_BASE_URL"):
+        return
+    if model_config.get("api_key") or os.environ.get("OPENAI_API_KEY"):
+        return
+    judged = sorted(name for name, ev in evaluators.items() if getattr(ev, "needs_judge", False))
+    raise ConfigurationError(
+        f"judge model {model_config.get('model')!r} is the OpenAI API, and no API key is set: set "
+        "OPENAI_API_KEY, or pass --judge-base-url URL for an OpenAI-compatible server "
+        f"(metrics that need the judge: {', '.join(judged)}; --dry-run needs no key)"
+    )
+
+
+def check_resume_choices(
+    stored: StoredRunSettings,
+    metric_names: Sequence[str],
+    thresholds: Mapping[str, float],
+    evaluator_config: Mapping[str, Any],
+    metric_options: Mapping[str, Mapping[str, Any]] | None,
+) -> None:
+    """Refuse a resume given metrics, thresholds, a mapping or metric options other than the stored
+    run's: it continues the run as it was started, so a different choice would be silently ignored.
+    Naming the same ones again is accepted. Raises ConfigurationError saying what differs."""
+    differ: list[str] = []
+    if metric_names and sorted(set(metric_names)) != sorted(set(stored.metric_names)):
+        differ.append(f"metrics: the run has {', '.join(stored.metric_names) or 'none'}; "
+                      f"given {', '.join(metric_names)}")
+    changed = sorted(m for m, v in thresholds.items() if stored.thresholds.get(m) != v)
+    if changed:
+        differ.append("thresholds of " + ", ".join(
+            f"{m} (the run has {stored.thresholds.get(m, 'none')}, given {thresholds[m]})" for m in changed))
+    if evaluator_config and dict(evaluator_config) != stored.evaluator_config:
+        differ.append("the column mapping (--map)")
+    given_options = {m: dict(o) for m, o in (metric_options or {}).items() if o}
+    changed_options = sorted(m for m, o in given_options.items()
+                             if any(stored.metric_options.get(m, {}).get(k) != v for k, v in o.items()))
+    if changed_options:
+        differ.append("metric options of " + ", ".join(changed_options))
+    if differ:
+        raise ConfigurationError(
+            f"--resume {stored.run_id} continues the run as it was started, but " + "; ".join(differ)
+            + ". Drop those options to resume, or start a new run to use them."
+        )
+
+
 def _restorable_options(metric: str, stored: Mapping[str, Any]) -> dict[str, Any]:
     """The constructor options a stored run recorded for ``metric`` that can be given again as they
     were (plain values: numbers, strings, booleans and lists of them), so that a resumed run scores
@@ -272,7 +326,7 @@ def _judge_from_description(described: Any) -> Any:
 def configured_judge(model: str | None = None, base_url: str | None = None) -> Any:
     """The judge from a model name and base URL with the environment as fallback, or None when
     nothing names a judge (a judge metric then says how to configure one before anything runs)."""
-    from touchstone.evaluators.judging import configured_judge as from_flags_and_env
+    from touchstone.evaluators.judge import configured_judge as from_flags_and_env
 
     return from_flags_and_env(model, base_url)
 
@@ -309,17 +363,21 @@ def plan_evaluation(
     store: str | os.PathLike[str] | None = None,
     resume: str | None = None,
     metric_options: Mapping[str, Mapping[str, Any]] | None = None,
+    dry_run: bool = False,
 ) -> EvaluationPlan:
     """The evaluators and options of a run.
 
     With ``resume``, the stored run's own metrics, thresholds and mapping replace the given ones (the
     run continues as it was started) and its judge is kept unless another is named. Every metric of
-    ``metric_file`` is added. Raises InputValidationError / ConfigurationError before anything runs."""
+    ``metric_file`` is added. A ``dry_run`` calls nothing, so it needs no key and, with no judge
+    named, prices the default one. Raises InputValidationError / ConfigurationError before anything
+    runs (a judge metric whose judge is the OpenAI API with no key in sight included)."""
     choice = judge or JudgeChoice()
     names, limits, config = list(metric_names), dict(thresholds), dict(evaluator_config)
     stored_judge: Any = None
     if resume:
         stored = stored_run_settings(store, resume)
+        check_resume_choices(stored, metric_names, thresholds, evaluator_config, metric_options)
         names, limits, config, stored_judge = (
             stored.metric_names,
             stored.thresholds,
@@ -328,6 +386,10 @@ def plan_evaluation(
         )
         metric_options = stored.metric_options
     model_config = resolve_judge(choice, stored_judge)
+    if model_config is None and dry_run:
+        from touchstone.judges.config import model_config_from_env
+
+        model_config = model_config_from_env()
     file_metrics: dict[str, Any] = {}
     if metric_file is not None:
         from touchstone.evaluators.custom import split_file_metrics
@@ -337,6 +399,8 @@ def plan_evaluation(
         )
     options = {"model_config": model_config, "score_mode": score_mode}
     evaluators = {**build_evaluators(names, limits, options, metric_options=metric_options), **file_metrics}
+    if not dry_run:
+        check_judge_key(model_config, evaluators)
     return EvaluationPlan(evaluators, config, dict(judge_session or {}), model_config, resume)
 
 
