@@ -13,12 +13,15 @@ from typing import Any
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from touchstone.cli.common import (
     EXIT_GATE,
+    NO_VALUE,
     STORE_HELP,
     err,
     fail_input,
+    fmt,
     open_run_store,
     out,
     parse_floats,
@@ -105,11 +108,45 @@ def _state_dir(state: Path | None, store_path: str | Path, persistent: bool, nam
     return base / "monitors" / name
 
 
-def _report_window(report: Any) -> None:
+def window_line(report: Any) -> str:
+    """One window in one line: its span, rows, each metric's mean (with failed rows when any), the
+    alerts it fired and its run id."""
     from touchstone.monitor.windows import iso
 
-    title = f"window {iso(report.start)} .. {iso(report.end)}: run {report.run_id}, {report.n} rows"
-    out.print(summary_table(report.summary, title=escape(title)))
+    parts = []
+    for full_key, entry in report.summary.items():
+        name, _, sub = full_key.partition(".")
+        key = sub if sub == name else full_key
+        if entry.get("corpus"):
+            parts.append(f"{key} {fmt(entry.get('value'))}")
+            continue
+        mean = NO_VALUE if entry.get("n") == 0 else fmt(entry.get("mean"))
+        failed = entry.get("n_failed", 0)
+        parts.append(f"{key} {mean}" + (f" ({failed} failed)" if failed else ""))
+    alerts = f" · {len(report.alerts)} alert{'s' if len(report.alerts) != 1 else ''}" if report.alerts else ""
+    return (f"{iso(report.start)} .. {iso(report.end)} · {report.n} rows · {', '.join(parts) or 'no metric'}"
+            f"{alerts} · run {report.run_id}")
+
+
+def _report_window(report: Any, tables: bool) -> None:
+    from touchstone.monitor.windows import iso
+
+    if tables:
+        title = f"window {iso(report.start)} .. {iso(report.end)}: run {report.run_id}, {report.n} rows"
+        out.print(summary_table(report.summary, title=escape(title)))
+    else:
+        style = "bold red" if report.alerts else ""
+        out.print(Text(window_line(report), style=style), highlight=False, soft_wrap=True)
+
+
+def _windows_summary(reports: list[Any]) -> str:
+    """After the windows: how many, how many alerted, and how to see the latest again."""
+    if not reports:
+        return "no window was due"
+    alerted = sum(1 for r in reports if r.alerts)
+    latest = reports[-1]
+    return (f"{len(reports)} window{'s' if len(reports) != 1 else ''} evaluated, {alerted} with alerts; "
+            f"latest: touchstone show {latest.run_id}")
 
 
 def _sinks(webhook: str | None) -> list[Any]:
@@ -149,26 +186,28 @@ def _scoring_progress(quiet: bool) -> Iterator[Callable[[int, int], None] | None
         yield update
 
 
-def _evaluate(monitor: Any, quiet: bool, everything: bool) -> list[Any]:
+def _evaluate(monitor: Any, quiet: bool, everything: bool, tables: bool) -> list[Any]:
     with _scoring_progress(quiet) as update:
         reports: list[Any] = monitor.evaluate_due(everything=everything, progress=update)
     if not quiet:
         for report in reports:
-            _report_window(report)
+            _report_window(report, tables)
     return reports
 
 
-def _run_once(monitor: Any, tail: Any, quiet: bool, closed_only: bool) -> int:
+def _run_once(monitor: Any, tail: Any, quiet: bool, closed_only: bool, tables: bool) -> int:
     """Read, evaluate, exit status: 1 when an alert fired or a window could not be evaluated."""
     if tail is not None:
         monitor.tail(tail)
-    reports = _evaluate(monitor, quiet, everything=not closed_only)
+    reports = _evaluate(monitor, quiet, everything=not closed_only, tables=tables)
+    if not quiet:
+        out.print(escape(_windows_summary(reports)), highlight=False, soft_wrap=True)
     err.print(escape(_counts_line(monitor)), highlight=False, soft_wrap=True)
     fired = sum(len(r.alerts) for r in reports)
     return EXIT_GATE if fired or monitor.failed_windows else 0
 
 
-def _run_loop(monitor: Any, tail: Any, server: Any, poll: float, quiet: bool) -> None:
+def _run_loop(monitor: Any, tail: Any, server: Any, poll: float, quiet: bool, tables: bool) -> None:
     """Tail and evaluate closed windows until interrupted."""
     if server is not None:
         err.print(f"listening on {server.url} (POST /v1/interactions, /v1/traces)", highlight=False)
@@ -177,7 +216,7 @@ def _run_loop(monitor: Any, tail: Any, server: Any, poll: float, quiet: bool) ->
             if tail is not None:
                 monitor.tail(tail)
             if monitor.due():
-                _evaluate(monitor, quiet, everything=False)
+                _evaluate(monitor, quiet, everything=False, tables=tables)
             time.sleep(poll)
     finally:
         if server is not None:
@@ -265,7 +304,10 @@ def monitor_command(
     ),
     maps: list[str] | None = typer.Option(None, "--map", help="Column mapping INPUT=COLUMN; repeatable."),
     store: str | None = typer.Option(None, "--store", envvar="TOUCHSTONE_STORE", help=STORE_HELP),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No window tables; alerts and errors only."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No window lines; alerts and errors only."),
+    tables: bool = typer.Option(
+        False, "--tables", help="A summary table per window instead of one line per window."
+    ),
     judge_model: str | None = JUDGE_MODEL,
     judge_base_url: str | None = JUDGE_BASE_URL,
     score_mode: str | None = SCORE_MODE,
@@ -336,6 +378,6 @@ def monitor_command(
     )
     tail = DirectoryTail(directory, state_dir.load_offsets()) if directory is not None else None
     if once:
-        raise typer.Exit(_run_once(monitor, tail, quiet, closed_only))
+        raise typer.Exit(_run_once(monitor, tail, quiet, closed_only, tables))
     server = MonitorHTTPServer(monitor, *listen).start() if listen is not None else None
-    _run_loop(monitor, tail, server, poll, quiet)
+    _run_loop(monitor, tail, server, poll, quiet, tables)
