@@ -1,15 +1,15 @@
-"""Aggregation of a run's results: the compatible SDK's ``metrics`` dict, and the ``summary`` made
-from typed Scores (per score: n, failures, mean with its 95% bootstrap interval, pass rate, and
-whatever other aggregators the metric declares, with the direction of the score).
+"""Aggregation of a run's results: the ``summary`` made from typed Scores (per score: n, failures,
+mean with its 95% bootstrap interval, pass rate, and whatever other aggregators the metric declares,
+with the direction of the score).
 
-The SDK's ``metrics`` are, as the SDK computes them, means of the numeric (and boolean) flat output
-keys; the summary never reads key names: it reads the Scores of each row's
+The summary never reads key names: it reads the Scores of each row's
 :class:`~touchstone.scores.Outcome` and the metric's :class:`~touchstone.evaluators.base.MetricInfo`.
-No model calls: everything here is recomputable from stored scores."""
+(The compatible SDK's ``metrics`` dict is made from the SDK's frame of the rows:
+:func:`touchstone.engine.frame.sdk_metrics`.) No model calls: everything here is recomputable from
+stored scores."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,17 +32,9 @@ __all__ = [
     "BOOTSTRAP_SEED",
     "bootstrap_ci",
     "is_failed",
-    "sdk_metrics",
     "summarize",
 ]
-_EXCLUDED_SUFFIXES = ("_threshold", "_result")
 _ERROR_KEYS: dict[tuple[Any, ...], tuple[str, ...]] = {}
-
-
-def _is_number(value: Any) -> bool:
-    if isinstance(value, bool):
-        return True
-    return isinstance(value, (int, float)) and not math.isnan(value)
 
 
 def is_failed(outputs: Mapping[str, Any] | None) -> bool:
@@ -56,56 +48,6 @@ def is_failed(outputs: Mapping[str, Any] | None) -> bool:
         if len(_ERROR_KEYS) < 4096:  # outputs of one evaluator share a few shapes
             _ERROR_KEYS[shape] = error_keys
     return any(outputs[k] for k in error_keys) if error_keys else False
-
-
-_MISSING = object()
-
-
-def _numbers(rows: Sequence[Mapping[str, Any] | None], key: str) -> tuple[list[Any], bool]:
-    """The numeric (and boolean) values of ``key`` over the rows, in row order, NaN excluded, and
-    whether any is a boolean."""
-    column = [r.get(key, _MISSING) for r in rows if r]
-    kinds = set(map(type, column))
-    if kinds <= {float, int}:  # the common case: no booleans, nothing missing, no text
-        return [v for v in column if v == v], False  # v != v only for NaN
-    if not any(issubclass(kind, (int, float)) for kind in kinds):
-        return [], False  # labels, properties, reasons...
-    values = [v for v in column if v is not _MISSING and _is_number(v)]
-    return values, bool in kinds and any(isinstance(v, bool) for v in values)
-
-
-def _keys_in_order(rows: Sequence[Mapping[str, Any] | None]) -> list[str]:
-    """Every output key, in order of first appearance (rows of one evaluator share a few shapes)."""
-    shapes = dict.fromkeys(tuple(r) for r in rows if r)
-    return list(dict.fromkeys(k for shape in shapes for k in shape))
-
-
-def sdk_metrics(
-    names: Sequence[str],
-    outputs: Mapping[str, Sequence[Mapping[str, Any] | None]],
-    corpus: Mapping[str, Mapping[str, float]] | None = None,
-) -> dict[str, float]:
-    """The compatible SDK's ``metrics``: ``<name>.<key>`` -> mean of the numeric (and boolean) flat
-    outputs over the rows that have one, thresholds, labels and errors excluded, plus
-    ``<name>.binary_aggregate`` (share of all rows that passed) and the corpus figures."""
-    metrics: dict[str, float] = {}
-    for name in names:
-        rows = outputs.get(name, [])
-        total = len(rows)
-        keys = _keys_in_order(rows)
-        result_keys = [k for k in keys if k.endswith("_result")]
-        for key in keys:
-            if key.endswith(_EXCLUDED_SUFFIXES) or key.endswith("_error"):
-                continue
-            values, _ = _numbers(rows, key)
-            if values:
-                metrics[f"{name}.{key}"] = float(np.asarray(values, dtype=float).mean())
-        for rkey in result_keys:
-            passes = sum(1 for r in rows if r and r.get(rkey) == "pass")
-            metrics.setdefault(f"{name}.binary_aggregate", round(passes / total, 2) if total else 0.0)
-        for key, value in (corpus or {}).get(name, {}).items():
-            metrics[f"{name}.{key}"] = value
-    return metrics
 
 
 def _collect_lines(
