@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from typing import Any
 
 import typer
 
@@ -71,6 +72,14 @@ def bound_port(server: object, default: int) -> int:
     return default
 
 
+def _opened(browser: Any, url: str) -> bool:
+    """Whether a browser was started on ``url`` (False when none is found, or it fails to start)."""
+    try:
+        return bool(browser.open(url))
+    except Exception:  # webbrowser raises webbrowser.Error, or OSError from a broken $BROWSER
+        return False
+
+
 def _announce_when_up(server: object, host: str, port: int, where: str, open_browser: bool) -> None:
     """Once the server listens (a helper thread waits for it): print its address and, when asked,
     open it in the default browser."""
@@ -85,8 +94,9 @@ def _announce_when_up(server: object, host: str, port: int, where: str, open_bro
                 url = f"http://{shown}:{bound_port(server, port)}/runs"
                 out.print(f"touchstone dashboard on {url} (store {where}); Ctrl+C stops it",
                           highlight=False, markup=False, soft_wrap=True)
-                if open_browser:
-                    webbrowser.open(url)
+                if open_browser and not _opened(webbrowser, url):
+                    err.print(f"--open: no web browser could be started here; open {url} yourself",
+                              highlight=False, markup=False, soft_wrap=True)
                 return
             time.sleep(0.05)
 
