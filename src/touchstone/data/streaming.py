@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from touchstone.data.digest_aside import PendingDigest
+from touchstone.data.inputs import ReadsInputs
 from touchstone.data.loaders import _SURROGATE_ESCAPE as SURROGATE_ESCAPE
 from touchstone.data.loaders import (
     CSV_FIELD_LIMIT,
@@ -39,7 +40,6 @@ from touchstone.data.loaders import (
 from touchstone.data.mapping import Ref
 from touchstone.data.validation import Validation, validate_records
 from touchstone.errors import InputValidationError, Problem
-from touchstone.evaluators.base import Evaluator
 
 BATCH_ROWS = 10_000
 
@@ -86,7 +86,7 @@ def stream_records(
 
 def check_file(
     path: str | os.PathLike[str],
-    evaluators: Mapping[str, Evaluator],
+    evaluators: Mapping[str, ReadsInputs],
     mappings: Mapping[str, Mapping[str, Ref]],
     *,
     has_target: bool = False,
@@ -115,8 +115,8 @@ def _jsonl_rows(path: Path) -> Iterator[Record | Problem]:
 def jsonl_items(lines: Iterable[bytes], source: str, first_line: int = 1) -> Iterator[Record | Problem]:
     """The rows and problems of JSON lines (each ``bytes`` with or without its newline), the first
     numbered ``first_line``: a whole file's, or a range of one cut after a newline (the Ray
-    executor's parts, :mod:`touchstone.engine.ray_files`). A UTF-8 byte-order mark is dropped from
-    line 1 only."""
+    executor's parts, :mod:`touchstone.engine.executors.ray.files`). A UTF-8 byte-order mark is
+    dropped from line 1 only."""
     for number, line_bytes in enumerate(lines, start=first_line):
         if number == 1 and line_bytes.startswith(b"\xef\xbb\xbf"):
             line_bytes = line_bytes[3:]
@@ -309,7 +309,7 @@ def streams(data: Any) -> bool:
 
 def open_source(
     data: Any,
-    evaluators: Mapping[str, Evaluator],
+    evaluators: Mapping[str, ReadsInputs],
     mappings: Mapping[str, Mapping[str, Ref]],
     *,
     has_target: bool,

@@ -1,4 +1,7 @@
-"""Validation of the whole input against what the chosen evaluators need, before anything runs."""
+"""Validation of the whole input against what the chosen evaluators need, before anything runs.
+
+The evaluators are seen only as what they read (:class:`~touchstone.data.inputs.ReadsInputs`: input
+specs and their accepted sets), so this module depends on no evaluator."""
 
 from __future__ import annotations
 
@@ -6,15 +9,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from touchstone._exceptions import ErrorCategory, ErrorTarget
+from touchstone.data.inputs import ReadsInputs, input_spec
 from touchstone.data.kinds import check_value
 from touchstone.data.loaders import Record
 from touchstone.data.mapping import Ref, resolve
 from touchstone.errors import InputValidationError, Problem
-from touchstone.evaluators.base import Evaluator
 
 
 def evaluator_inputs(
-    evaluator: Evaluator,
+    evaluator: ReadsInputs,
     mapping: Mapping[str, Ref],
     data: Mapping[str, Any],
     target_out: Mapping[str, Any] | None,
@@ -28,7 +31,7 @@ def evaluator_inputs(
     return _select_mode(evaluator, inputs)
 
 
-def _select_mode(evaluator: Evaluator, inputs: dict[str, Any]) -> dict[str, Any]:
+def _select_mode(evaluator: ReadsInputs, inputs: dict[str, Any]) -> dict[str, Any]:
     """With alternative input modes (single turn or conversation), keep one coherent set: a row
     that satisfies the first listed mode is scored in it."""
     modes = evaluator.required_modes()
@@ -43,7 +46,7 @@ def _select_mode(evaluator: Evaluator, inputs: dict[str, Any]) -> dict[str, Any]
 
 def validate_records(
     records: Sequence[Record],
-    evaluators: Mapping[str, Evaluator],
+    evaluators: Mapping[str, ReadsInputs],
     mappings: Mapping[str, Mapping[str, Ref]],
     has_target: bool,
 ) -> None:
@@ -58,7 +61,10 @@ class Validation:
     the same problems in the same order, holding only the problems and the set of column names."""
 
     def __init__(
-        self, evaluators: Mapping[str, Evaluator], mappings: Mapping[str, Mapping[str, Ref]], has_target: bool
+        self,
+        evaluators: Mapping[str, ReadsInputs],
+        mappings: Mapping[str, Mapping[str, Ref]],
+        has_target: bool,
     ) -> None:
         self.evaluators, self.mappings, self.has_target = evaluators, mappings, has_target
         self.columns: set[str] = set()
@@ -66,7 +72,7 @@ class Validation:
         # (source, line, field, message) -> evaluator names, so one missing field is reported once
         self.found: dict[tuple[str, int, str, str], list[str]] = {}
         # Evaluators that read the same inputs the same way are checked once per row.
-        self.groups: dict[Any, tuple[Evaluator, Mapping[str, Ref], list[str]]] = {}
+        self.groups: dict[Any, tuple[ReadsInputs, Mapping[str, Ref], list[str]]] = {}
         for name, ev in evaluators.items():
             mapping = mappings.get(name, {})
             key = (
@@ -107,7 +113,7 @@ class Validation:
 
 
 def _row_problems(
-    ev: Evaluator, mapping: Mapping[str, Ref], data: Mapping[str, Any], has_target: bool
+    ev: ReadsInputs, mapping: Mapping[str, Ref], data: Mapping[str, Any], has_target: bool
 ) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     present: set[str] = set()
@@ -137,8 +143,8 @@ def _row_problems(
     return problems
 
 
-def _expected(ev: Evaluator, name: str) -> str:
-    spec = ev.input_spec(name)
+def _expected(ev: ReadsInputs, name: str) -> str:
+    spec = input_spec(ev, name)
     kind = spec.kind if spec else "any"
     return {
         "text": "a string",

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from touchstone._exceptions import ErrorCategory
-from touchstone.data.kinds import InputKind, check_value
+from touchstone.data.inputs import InputSpec as InputSpec  # defined with the data it describes
+from touchstone.data.kinds import check_value
 from touchstone.errors import (
     InputValidationError,
     Problem,
@@ -42,16 +43,6 @@ Tier = Literal["free", "low", "medium", "high"]
 """Cost tiers (SPEC 3.8), cheapest first: free (lexical, ranking, local models: nothing billed per
 call), low (a small judge or a short judgement), medium (a judge call per row), high (a large judge or
 several calls per row). ``--max-tier`` keeps the metrics at or below one."""
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    """One named input of an evaluator."""
-
-    name: str
-    kind: InputKind = "text"
-    required: bool = True
-    description: str = ""
 
 
 @dataclass(frozen=True)
