@@ -3,12 +3,15 @@
 The import graph is read from the sources with :mod:`ast`, so the test sees the imports a module
 makes when it is loaded, not only the ones a particular import order happens to exercise.
 
-- **Cycles** count the imports made while a module loads: module-level statements, including those
-  under ``if``/``try``/``with``, but not imports inside functions (they run later, when everything
-  is loaded) nor under ``if TYPE_CHECKING:`` (never at run time). Importing ``a.b.c`` also loads the
-  packages ``a.b`` and ``a``, so those are edges too, except the importing module's own packages
-  (they are already loading when it runs, and a package that re-exports its modules would otherwise
-  form a cycle with each of them).
+- **Cycles** are looked for twice. Among the imports made while a module loads (module-level
+  statements, including those under ``if``/``try``/``with``): a cycle there breaks an import order.
+  And among every import made at run time, imports inside functions and
+  ``importlib.import_module("touchstone...")`` calls with a literal name included: a lazy import
+  that closes a loop still ties the modules into one knot, which only the order of calls keeps
+  working. Imports under ``if TYPE_CHECKING:`` never run and count for neither. Importing ``a.b.c``
+  also loads the packages ``a.b`` and ``a``, so those are edges too, except the importing module's
+  own packages (they are already loading when it runs, and a package that re-exports its modules
+  would otherwise form a cycle with each of them).
 - **Layers** count every import anywhere in a module, inside functions and ``TYPE_CHECKING`` blocks
   too, and ``importlib.import_module("touchstone...")`` calls with a literal name: a lazy import
   is still a dependency.
@@ -22,7 +25,7 @@ import json
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,23 +121,52 @@ def _load_time_imports(module: Module, body: list[ast.stmt]) -> Iterator[tuple[s
                 yield from _load_time_imports(module, node.orelse)
 
 
+def _import_module_call(node: ast.Call) -> str | None:
+    """The literal name of an ``importlib.import_module("touchstone...")`` call, if ``node`` is one."""
+    if (
+        isinstance(node.func, ast.Attribute)
+        and node.func.attr == "import_module"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
+        return node.args[0].value
+    return None
+
+
 def _all_imports(module: Module, tree: ast.Module) -> Iterator[tuple[str, int]]:
     """(target, line) of every import anywhere in the module, lazy and type-only ones included."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for target in _targets(module, node):
                 yield target, node.lineno
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "import_module"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            named = _known(node.args[0].value)
+        elif isinstance(node, ast.Call):
+            literal = _import_module_call(node)
+            named = _known(literal) if literal else None
             if named:
                 yield named, node.lineno
+
+
+def _run_time_imports(module: Module, tree: ast.AST) -> Iterator[tuple[str, int]]:
+    """(target, line) of every import that can run: anywhere in the module, inside functions too,
+    and ``importlib.import_module`` calls with a literal name, but not under ``if TYPE_CHECKING:``."""
+    return _run_time_nodes(module, ast.iter_child_nodes(tree))
+
+
+def _run_time_nodes(module: Module, nodes: Iterable[ast.AST]) -> Iterator[tuple[str, int]]:
+    for node in nodes:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _run_time_nodes(module, node.orelse)  # the body never runs
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for target in _targets(module, node):
+                yield target, node.lineno
+        elif isinstance(node, ast.Call):
+            literal = _import_module_call(node)
+            named = _known(literal) if literal else None
+            if named:
+                yield named, node.lineno
+        yield from _run_time_nodes(module, ast.iter_child_nodes(node))
 
 
 def _parse(module: Module) -> ast.Module:
@@ -146,18 +178,29 @@ def _ancestors(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def load_time_graph() -> dict[str, dict[str, int]]:
-    """``{module: {imported module: line}}`` for the imports made while each module loads."""
+def _graph(imports: Callable[[Module, ast.Module], Iterable[tuple[str, int]]]) -> dict[str, dict[str, int]]:
+    """``{module: {imported module: line}}`` for the imports ``imports`` finds in each module (with
+    the packages each import loads, less the importing module's own)."""
     graph: dict[str, dict[str, int]] = {}
     for name, module in MODULES.items():
         own = set(_ancestors(name))
         edges: dict[str, int] = {}
-        for target, line in _load_time_imports(module, _parse(module).body):
+        for target, line in imports(module, _parse(module)):
             for dep in (*_ancestors(target), target):
                 if dep != name and dep not in own and dep in MODULES:
                     edges.setdefault(dep, line)
         graph[name] = edges
     return graph
+
+
+def load_time_graph() -> dict[str, dict[str, int]]:
+    """``{module: {imported module: line}}`` for the imports made while each module loads."""
+    return _graph(lambda module, tree: _load_time_imports(module, tree.body))
+
+
+def run_time_graph() -> dict[str, dict[str, int]]:
+    """``{module: {imported module: line}}`` for every import that can run, lazy ones included."""
+    return _graph(_run_time_imports)
 
 
 def find_cycle(graph: dict[str, dict[str, int]]) -> list[str] | None:
@@ -190,6 +233,58 @@ def find_cycle(graph: dict[str, dict[str, int]]) -> list[str] | None:
 def describe_cycle(cycle: list[str], graph: dict[str, dict[str, int]]) -> str:
     steps = [f"{a} (line {graph[a][b]}) -> {b}" for a, b in itertools.pairwise(cycle)]
     return "import cycle:\n  " + "\n  ".join(steps)
+
+
+def knots(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of ``graph`` with more than one module (each sorted): every
+    set of modules tied together by a cycle, so a report lists all of them at once (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, {}):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph) + 100))
+    try:
+        for start in sorted(graph):
+            if start not in index:
+                connect(start)
+    finally:
+        sys.setrecursionlimit(limit)
+    return sorted(found)
+
+
+def describe_knots(graph: dict[str, dict[str, int]]) -> str:
+    """Every knot of ``graph``, each with one of its cycles step by step."""
+    parts = []
+    for knot in knots(graph):
+        members = set(knot)
+        cycle = find_cycle({a: {b: line for b, line in graph[a].items() if b in members} for a in knot})
+        assert cycle is not None
+        parts.append(f"{len(knot)} modules: {', '.join(knot)}\n" + describe_cycle(cycle, graph))
+    return "\n".join(parts)
 
 
 # --------------------------------------------------------------------------------------- the tests
@@ -231,6 +326,18 @@ def test_no_import_cycle_between_modules() -> None:
     assert cycle is None, describe_cycle(cycle, graph)
 
 
+def test_no_import_cycle_counting_imports_inside_functions() -> None:
+    graph = run_time_graph()
+    assert knots(graph) == [], describe_knots(graph)
+
+
+def test_knots_are_every_cycle_of_the_graph() -> None:
+    graph = {"a": {"b": 1}, "b": {"a": 2}, "c": {"d": 3}, "d": {"e": 4}, "e": {"c": 5}, "f": {"a": 6}}
+    assert knots(graph) == [["a", "b"], ["c", "d", "e"]]
+    assert knots({"a": {"b": 1}, "b": {}}) == []
+    assert "a (line 1) -> b" in describe_knots(graph)
+
+
 def test_cycle_finder_reports_the_path() -> None:
     graph = {"a": {"b": 3}, "b": {"c": 5}, "c": {"a": 7}, "d": {"a": 1}}
     cycle = find_cycle(graph)
@@ -270,6 +377,8 @@ def test_load_time_graph_skips_lazy_and_type_only_imports(tmp_path: Path) -> Non
     everywhere = {t for t, _ in _all_imports(module, tree)}
     lazy = {"touchstone.engine.runner", "touchstone.store", "touchstone.judges.client"}
     assert everywhere == at_load | lazy
+    at_run_time = {t for t, _ in _run_time_imports(module, tree)}
+    assert at_run_time == everywhere - {"touchstone.engine.runner"}  # the TYPE_CHECKING import never runs
 
 
 # The layers (ARCHITECTURE.md): (importing package, forbidden package, allowed exceptions).
