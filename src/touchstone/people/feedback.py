@@ -21,6 +21,9 @@ from typing import Any
 
 from touchstone.errors import InputValidationError, Problem
 from touchstone.store.base import Store
+
+# the kinds are the feedback table's words, kept by the store beside the SQL that reads them;
+# json_data_sql and row_filter_sql are the store's too, named here for the dashboard's queries
 from touchstone.store.people import (
     EXPLICIT_KINDS,
     FAILURE_KINDS,
