@@ -293,7 +293,7 @@ def test_damaged_cache_warns_once_and_fails_no_row(
 def test_cache_write_failure_disables_the_cache(tmp_path: Path) -> None:
     cache = JudgeCache(tmp_path / "c.db")
     cache.put_chat("k", "m", {"choices": ["x"]})
-    cache._conn.close()  # every later operation fails as a full disk or a lost file would
+    cache.close()  # every later operation fails as a full disk or a lost file would
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         cache.put_chat("k2", "m", {"choices": ["y"]})

@@ -17,7 +17,6 @@ from tests.fakes.judge_eval import SCHEMA, expected_score, parse_score, toy_judg
 from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest, FaultPlan, Reply
 
 import touchstone
-from touchstone.engine.context import current_usage
 from touchstone.evaluators.registry import create
 from touchstone.judges import (
     ChatReply,
@@ -28,6 +27,7 @@ from touchstone.judges import (
     get_judge_client,
     judge_session,
 )
+from touchstone.judges.accounting import current_usage
 
 KEY = "sk-ant-api03-test-secret-abcdef123456"
 MODEL = "claude-judge-test"

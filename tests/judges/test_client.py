@@ -10,7 +10,6 @@ import pytest
 from tests.fakes.judge_eval import SCHEMA, expected_score, parse_score, toy_judge_handler
 from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest, FaultPlan, Reply
 
-from touchstone.engine.context import current_usage
 from touchstone.errors import RunAbortedError
 from touchstone.judges import (
     AzureOpenAIModelConfiguration,
@@ -21,6 +20,7 @@ from touchstone.judges import (
     get_judge_client,
     judge_session,
 )
+from touchstone.judges.accounting import current_usage
 
 KEY = "sk-test-secret-key-abcdef123456"
 
@@ -90,7 +90,7 @@ async def test_transport_choice_is_used_and_reported(
 
 def test_unknown_transport_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from touchstone.errors import ConfigurationError
-    from touchstone.judges.backends import resolve_transport
+    from touchstone.judges.providers.openai_compat import resolve_transport
 
     with pytest.raises(ConfigurationError, match="http_transport must be one of"):
         JudgeSettings(http_transport="curl").validate()

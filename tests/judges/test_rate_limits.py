@@ -14,8 +14,8 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest, Reply, judge_handler
 
 from touchstone.judges import JudgeSettings, OpenAIModelConfiguration, get_judge_client, judge_session
-from touchstone.judges.backends import exhausted_pause, parse_duration, retry_after_seconds
 from touchstone.judges.limiter import TokenBucket
+from touchstone.judges.providers.base import exhausted_pause, parse_duration, retry_after_seconds
 
 
 @pytest.mark.parametrize(

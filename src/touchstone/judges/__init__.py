@@ -2,7 +2,15 @@
 structured-output parsing. See SPEC section 4."""
 
 from touchstone.errors import RunAbortedError
-from touchstone.judges.client import ChatReply, JudgeClient, TokenLogprob, Usage, get_judge_client
+from touchstone.judges.client import (
+    ChatReply,
+    EmbeddingClient,
+    JudgeClient,
+    SessionJudgeClient,
+    TokenLogprob,
+    Usage,
+    get_judge_client,
+)
 from touchstone.judges.config import (
     AzureOpenAIModelConfiguration,
     JudgeSettings,
@@ -27,11 +35,13 @@ from touchstone.judges.errors import (
 )
 from touchstone.judges.parsing import extract_json
 from touchstone.judges.pricing import cost_usd, price_for
+from touchstone.judges.providers.registry import provider_names, register_provider
 from touchstone.judges.session import JudgeSession, current_session, judge_session
 
 __all__ = [
     "AzureOpenAIModelConfiguration",
     "ChatReply",
+    "EmbeddingClient",
     "FatalProviderError",
     "JudgeCallError",
     "JudgeClient",
@@ -46,6 +56,7 @@ __all__ = [
     "RateLimited",
     "RowRejected",
     "RunAbortedError",
+    "SessionJudgeClient",
     "TokenLogprob",
     "TransientError",
     "UnsupportedParameter",
@@ -59,5 +70,7 @@ __all__ = [
     "judge_session",
     "model_config_from_env",
     "price_for",
+    "provider_names",
     "redact",
+    "register_provider",
 ]

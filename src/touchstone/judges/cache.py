@@ -15,16 +15,11 @@ later run finds them); a path given explicitly (``$TOUCHSTONE_CACHE`` or a confi
 
 from __future__ import annotations
 
-import array
-import contextlib
 import hashlib
 import json
 import os
-import sqlite3
-import threading
 import warnings
-from collections.abc import Sequence
-from datetime import datetime, timezone
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,21 +27,10 @@ from touchstone.errors import ConfigurationError
 from touchstone.errors import describe_os_error as _reason
 from touchstone.judges.config import default_cache_path
 from touchstone.judges.wire import messages_json
+from touchstone.store.judge_cache import MEMORY, JudgeCacheError, JudgeCacheFile
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS chat (
-    key TEXT PRIMARY KEY,
-    model TEXT NOT NULL,
-    reply TEXT NOT NULL,
-    created TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS embeddings (
-    key TEXT PRIMARY KEY,
-    model TEXT NOT NULL,
-    vector BLOB NOT NULL,
-    created TEXT NOT NULL
-);
-"""
+CACHE_VERSION = 1
+"""Part of every key: raising it retires every entry written before."""
 
 
 def cache_key(payload: Any) -> str:
@@ -67,12 +51,17 @@ def chat_cache_key(payload: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+def chat_key(identity: str, model: str, request: Mapping[str, Any]) -> str:
+    """The key of one chat call: the provider's cache identity (endpoint, credential digest), the
+    model and the whole provider-neutral request."""
+    payload = {"v": CACHE_VERSION, "kind": "chat", "provider": identity, "model": model, **request}
+    return chat_cache_key(payload)
 
 
-MEMORY = Path(":memory:")
-"""The ``path`` of a cache kept in memory only."""
+def text_key(kind: str, identity: str, model: str, text: str) -> str:
+    """The key of one text's vector (``kind``: ``embed`` or ``prompt_logprobs``)."""
+    return cache_key({"v": CACHE_VERSION, "kind": kind, "provider": identity, "model": model, "text": text})
+
 
 _WARNED: set[str] = set()
 """Default locations already warned about in this process (the warning is given once per place)."""
@@ -87,26 +76,6 @@ class CacheFailureWarning(UserWarning):
 
 
 _BROKEN_WARNED: set[str] = set()
-
-
-def _is_damaged(exc: sqlite3.Error) -> bool:
-    text = str(exc).lower()
-    return "not a database" in text or "malformed" in text or "disk is full" in text
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    if path != MEMORY:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
-    try:
-        if path != MEMORY:
-            conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(SCHEMA)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
 
 
 def _home_default() -> Path | None:
@@ -124,10 +93,11 @@ class JudgeCache:
     value of :func:`~touchstone.judges.config.default_cache_path` when it points into the home
     directory) for the default location, which falls back to memory with one warning when it cannot
     be used. Any other path that cannot be used raises
-    :class:`~touchstone.errors.ConfigurationError` naming it."""
+    :class:`~touchstone.errors.ConfigurationError` naming it. A file found damaged (or failing while
+    in use: full disk, lost permission) is set aside with one warning: the cache is an optimisation,
+    a row never fails because of it."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self._lock = threading.Lock()
         self.broken = False
         """The cache failed once and is no longer read or written (see :meth:`_disable`)."""
         home = _home_default()
@@ -136,13 +106,14 @@ class JudgeCache:
         self.path = Path(path)
         try:
             self.path = MEMORY if str(path) == ":memory:" else Path(path).expanduser()
-            self._conn = _connect(self.path)
-        except sqlite3.DatabaseError as exc:
-            if not _is_damaged(exc):
-                raise ConfigurationError(f"cannot use the judge cache {self.path}: {_reason(exc)}") from None
-            self._disable(exc)  # a damaged cache costs judge calls, never rows
+            self._file = JudgeCacheFile(self.path)
+        except JudgeCacheError as exc:
+            if not exc.damaged:
+                why = _reason(exc.cause)
+                raise ConfigurationError(f"cannot use the judge cache {self.path}: {why}") from None
+            self._disable(exc.cause)
             self.path = MEMORY
-            self._conn = _connect(MEMORY)
+            self._file = JudgeCacheFile(MEMORY)
         except (OSError, RuntimeError) as exc:  # RuntimeError: no home directory
             if home is None or Path(path) != home:
                 raise ConfigurationError(f"cannot use the judge cache {self.path}: {_reason(exc)}") from exc
@@ -156,7 +127,7 @@ class JudgeCache:
                     stacklevel=2,
                 )
             self.path = MEMORY
-            self._conn = _connect(MEMORY)
+            self._file = JudgeCacheFile(MEMORY)
 
     @property
     def persistent(self) -> bool:
@@ -164,12 +135,11 @@ class JudgeCache:
         return self.path != MEMORY
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        """Close the file (a later get or put finds the cache broken and warns)."""
+        self._file.close()
 
     def _disable(self, exc: BaseException) -> None:
-        """The cache failed (damaged file, full disk, lost permission): warn once and go on without
-        it. It is an optimisation: a row never fails because of it."""
+        """The cache failed (damaged file, full disk, lost permission): warn once and go on without it."""
         self.broken = True
         where = str(self.path)
         if where not in _BROKEN_WARNED:
@@ -182,79 +152,43 @@ class JudgeCache:
             )
 
     def get_chat(self, key: str) -> dict[str, Any] | None:
+        """The stored reply under ``key`` (see :func:`touchstone.judges.openai_replies.stored_reply`)."""
         if self.broken:
             return None
         try:
-            with self._lock:
-                row = self._conn.execute("SELECT reply FROM chat WHERE key = ?", (key,)).fetchone()
-            return json.loads(row[0]) if row else None
-        except (sqlite3.Error, ValueError, TypeError) as exc:
+            text = self._file.get_chat(key)
+            return None if text is None else dict(json.loads(text))
+        except JudgeCacheError as exc:
+            self._disable(exc.cause)
+        except (ValueError, TypeError) as exc:  # not JSON of a reply: the file was tampered with
             self._disable(exc)
-            return None
+        return None
 
     def put_chat(self, key: str, model: str, reply: dict[str, Any]) -> None:
         if self.broken:
             return
-        text = json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
         try:
-            with self._lock:
-                self._conn.execute(
-                    "INSERT OR REPLACE INTO chat (key, model, reply, created) VALUES (?, ?, ?, ?)",
-                    (key, model, text, _now()),
-                )
-        except sqlite3.Error as exc:
-            self._disable(exc)
+            self._file.put_chat(key, model, json.dumps(reply, ensure_ascii=False, separators=(",", ":")))
+        except JudgeCacheError as exc:
+            self._disable(exc.cause)
 
     def get_embeddings(self, keys: Sequence[str]) -> dict[str, list[float]]:
         if self.broken:
             return {}
         try:
-            return self._get_embeddings(keys)
-        except (sqlite3.Error, ValueError) as exc:
-            self._disable(exc)
+            return self._file.get_vectors(keys)
+        except JudgeCacheError as exc:
+            self._disable(exc.cause)
             return {}
-
-    def _get_embeddings(self, keys: Sequence[str]) -> dict[str, list[float]]:
-        out: dict[str, list[float]] = {}
-        with self._lock:
-            for start in range(0, len(keys), 500):
-                chunk = list(keys[start : start + 500])
-                marks = ",".join("?" * len(chunk))
-                for key, blob in self._conn.execute(
-                    f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", chunk
-                ):
-                    vec = array.array("d")
-                    vec.frombytes(blob)
-                    out[key] = vec.tolist()
-        return out
 
     def put_embeddings(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> None:
         if self.broken:
             return
         try:
-            self._put_embeddings(model, items)
-        except sqlite3.Error as exc:
-            self._disable(exc)
-
-    def _put_embeddings(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> None:
-        stamp = _now()
-        rows = [(key, model, array.array("d", vec).tobytes(), stamp) for key, vec in items]
-        with self._lock:
-            self._conn.execute("BEGIN")
-            try:
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO embeddings (key, model, vector, created) VALUES (?, ?, ?, ?)",
-                    rows,
-                )
-                self._conn.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("ROLLBACK")
-                raise
+            self._file.put_vectors(model, items)
+        except JudgeCacheError as exc:
+            self._disable(exc.cause)
 
     def count(self) -> int:
         """Entries held (chat replies and vectors)."""
-        with self._lock:
-            a = self._conn.execute("SELECT COUNT(*) FROM chat").fetchone()[0]
-            b = self._conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
-        return int(a) + int(b)
+        return self._file.count()

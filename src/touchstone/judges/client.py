@@ -1,13 +1,15 @@
 """The judge client every LLM-judged metric calls.
 
-``get_judge_client(model_config)`` returns a :class:`JudgeClient` for one model configuration. The
+``get_judge_client(model_config)`` returns a :class:`SessionJudgeClient` for one model configuration
+(it satisfies the :class:`~touchstone.judges.protocol.JudgeClient` protocol, which callers type
+against). The
 client is a light handle: each call goes through the *judge session* current at call time (see
 :mod:`touchstone.judges.session`): inside ``evaluate()`` that is the run's one shared session (one
 concurrency limit, one cache, one set of counters for the whole run); outside a run, a standalone
 session private to the handle and the event loop. So an evaluator may create its client in
 ``__init__`` and use it inside and outside runs alike.
 
-A call is cached, rate limited, retried and accounted for (``touchstone.engine.context.add_usage``)
+A call is cached, rate limited, retried and accounted for (``touchstone.judges.accounting.add_usage``)
 by the session. It raises :class:`~touchstone.judges.errors.JudgeCallError` when this call failed
 after its retries (the engine records the row as failed) and
 :class:`~touchstone.errors.RunAbortedError` when no call can succeed (bad key, unknown model or
@@ -23,17 +25,28 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from touchstone.judges.config import JudgeSettings, ModelConfigLike, ModelConfiguration, as_model_config
+from touchstone.judges.protocol import EmbeddingClient, JudgeClient
 
 # The reply types live in their own module so the session (which builds them) need not import this
 # one; they are re-exported here, where callers have always found them.
 from touchstone.judges.replies import ChatReply, TokenLogprob, Usage, Validator
 from touchstone.judges.session import JudgeSession, current_session
 
-__all__ = ["ChatReply", "JudgeClient", "TokenLogprob", "Usage", "Validator", "get_judge_client"]
+__all__ = [
+    "ChatReply",
+    "EmbeddingClient",
+    "JudgeClient",
+    "SessionJudgeClient",
+    "TokenLogprob",
+    "Usage",
+    "Validator",
+    "get_judge_client",
+]
 
 
-class JudgeClient:
-    """A handle on one judge model. Obtain it with :func:`get_judge_client`."""
+class SessionJudgeClient:
+    """A handle on one judge model whose calls go through the judge session current at call time.
+    Obtain it with :func:`get_judge_client`."""
 
     def __init__(self, model_config: ModelConfigLike, settings: JudgeSettings | None = None) -> None:
         self.config: ModelConfiguration = as_model_config(model_config)
@@ -43,7 +56,7 @@ class JudgeClient:
         )
 
     def __repr__(self) -> str:
-        return f"JudgeClient({self.config!r})"
+        return f"SessionJudgeClient({self.config!r})"
 
     def __getstate__(self) -> dict[str, Any]:
         # Sent to another process (a Ray worker): the standalone sessions stay with their loops here.
@@ -145,10 +158,12 @@ async def _using(session: JudgeSession, standalone: bool) -> AsyncIterator[None]
             await session.close_connections()
 
 
-def get_judge_client(model_config: ModelConfigLike, *, settings: JudgeSettings | None = None) -> JudgeClient:
+def get_judge_client(
+    model_config: ModelConfigLike, *, settings: JudgeSettings | None = None
+) -> SessionJudgeClient:
     """The judge client for ``model_config`` (a configuration object or a plain dict).
 
     Inside a run every call goes through the run's shared judge session (settings from
     ``evaluate(**options)``: ``concurrency``, ``cache``, ``timeout``, ``max_retries``...); outside a
     run through a standalone session with ``settings`` (default :class:`JudgeSettings`)."""
-    return JudgeClient(model_config, settings)
+    return SessionJudgeClient(model_config, settings)

@@ -5,7 +5,7 @@ and fields (``azure-ai-evaluation``'s typed dicts) and, as there, are plain dict
 dict)``, ``json.dumps(cfg)``, ``cfg["api_version"] = ...`` and extra keys all work, and every function
 that takes a configuration accepts a dict of the same shape. Nothing is checked when one is built (a
 dict can be completed afterwards). A judge evaluator checks its shape when it is built, as the SDK's
-do (``touchstone.evaluators.judging.check_model_config``: unknown keys or type, missing model or
+do (``touchstone.evaluators.judge.check_model_config``: unknown keys or type, missing model or
 Azure endpoint/deployment); :func:`as_model_config` reads it into a resolved configuration
 (:class:`OpenAIConfig`, :class:`AzureOpenAIConfig`, :class:`ProviderModelConfiguration`) when a judge
 is first used, and raises a :class:`~touchstone.errors.ConfigurationError` (an
@@ -249,10 +249,10 @@ class AzureOpenAIConfig(ModelConfigBase):
 
 @dataclass(repr=False, eq=True)
 class ProviderModelConfiguration(ModelConfigBase):
-    """A model of another provider (Anthropic, Gemini, Bedrock...) through an adapter registered with
-    :func:`touchstone.judges.adapters.register_adapter`; adapters whose SDK is missing give an install
-    hint. ``options``: settings for a user-registered adapter (it reads ``config.options``); the
-    built-in Anthropic adapter takes none."""
+    """A model of another provider (Anthropic, Gemini, Bedrock...) served by the provider registered
+    as ``provider_name`` (:func:`touchstone.judges.providers.registry.register_provider`); a provider
+    whose SDK is missing gives an install hint. ``options``: settings for a user-registered provider
+    (it reads ``config.options``); the built-in Anthropic provider takes none."""
 
     provider_name: str
     model: str

@@ -88,7 +88,7 @@ def servers_path() -> Path | None:
 def remember(key: str, backend: Backend, disk_key: str | None = None) -> None:
     """Keep what ``backend`` learnt, when its server answered at least once in this run: in this
     process under ``key``, and in the shared file under ``disk_key`` when given."""
-    if not backend.confirmed:
+    if not backend.confirmed or not backend.learns:
         return
     structured = backend.structured.mode if backend.structured.decided else None
     traits = ServerTraits(structured, frozenset(backend.unsupported), time.time())
@@ -112,6 +112,8 @@ def recall(key: str, backend: Backend, disk_key: str | None = None) -> ServerTra
     """Start ``backend`` from what an earlier run learnt about its server (when recent enough): contact
     open, the structured-output mode decided, refused parameters left out. Looks in this process,
     then in the shared file (under ``disk_key``). Returns the traits used, or None."""
+    if not backend.learns:
+        return None
     with _LOCK:
         traits = _KNOWN.get(key)
         if traits is not None and not traits.fresh():

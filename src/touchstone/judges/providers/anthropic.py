@@ -28,6 +28,7 @@ from touchstone.judges.providers.base import (
     classify_status,
     connection_failure,
 )
+from touchstone.judges.providers.registry import register_provider
 
 NOT_IN_MESSAGES_API = ("response_format", "logprobs", "top_logprobs", "seed")
 """Request parameters the Messages API has no equivalent for: never sent (structured output falls back
@@ -38,6 +39,7 @@ _FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "l
 DEFAULT_MAX_TOKENS = 1024
 
 
+@register_provider("anthropic")
 class AnthropicBackend(BackendBase):
     """Claude models through the ``anthropic`` package's async client (Messages API)."""
 

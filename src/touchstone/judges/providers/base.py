@@ -152,8 +152,10 @@ class Backend(Protocol):
     server refused; ``first_failure`` and ``first_failures`` the identical server error the first
     calls met and how many times; ``confirmed`` whether a request succeeded in this run (``contact``
     may also be open from what an earlier run in this process learnt: see
-    :mod:`touchstone.judges.known_servers`)."""
+    :mod:`touchstone.judges.known_servers`); ``learns``: whether what this backend learns about its
+    server is worth remembering for later runs (False for a backend that meets no server)."""
 
+    learns: bool
     limiter: AdaptiveLimiter
     rpm: TokenBucket | None
     tpm: TokenBucket | None
@@ -186,6 +188,7 @@ class Backend(Protocol):
 class BackendBase:
     """Limits and negotiated state shared by every request to one endpoint and key."""
 
+    learns = True  # a class attribute, not a field: a backend kind decides it
     settings: JudgeSettings
     host: str = ""
     limiter: AdaptiveLimiter = field(init=False)

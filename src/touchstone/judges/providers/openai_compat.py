@@ -37,6 +37,7 @@ from touchstone.judges.providers.base import (
     exhausted_pause,
 )
 from touchstone.judges.providers.direct_http import DirectSender, HTTPStatusFailure
+from touchstone.judges.providers.registry import register_provider
 
 AZURE_SCOPE = "https://cognitiveservices.azure.com/.default"
 CONNECTIONS_PER_CLIENT = 16
@@ -55,6 +56,7 @@ def _url_credentials(url: str) -> tuple[str, str | None]:
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), f"Basic {token}"
 
 
+@register_provider("openai", "azure_openai")
 class OpenAIBackend(BackendBase):
     """Requests through ``openai.AsyncOpenAI`` / ``openai.AsyncAzureOpenAI``."""
 
