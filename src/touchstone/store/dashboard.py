@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from touchstone.store.base import RunInfo
 from touchstone.store.dashboard_filters import (
@@ -67,9 +67,9 @@ class IndexPage:
     total: int
 
 
-@dataclass(frozen=True)
-class RowRecord:
-    """One input row of a run with its JSON decoded (None where the stored text is not JSON)."""
+class RowRecord(NamedTuple):
+    """One input row of a run with its JSON decoded (None where the stored text is not JSON). A
+    named tuple: a page makes one per row, and it is cheap to build."""
 
     idx: int
     source: str | None
@@ -79,9 +79,9 @@ class RowRecord:
     target_error: str | None
 
 
-@dataclass(frozen=True)
-class MetricScore:
-    """One metric's typed result on one row (``status`` as stored: ``ok`` or ``failed``)."""
+class MetricScore(NamedTuple):
+    """One metric's typed result on one row (``status`` as stored: ``ok`` or ``failed``). A named
+    tuple: a page makes one per row and metric, and it is cheap to build."""
 
     idx: int
     evaluator: str
@@ -149,7 +149,7 @@ def _run(row: Sequence[Any]) -> RunInfo:
 
 
 def _row(r: Sequence[Any]) -> RowRecord:
-    return RowRecord(int(r[0]), r[1], r[2], _loads(r[3]), _loads(r[4]), r[5])
+    return RowRecord(r[0], r[1], r[2], _loads(r[3]), _loads(r[4]), r[5])
 
 
 def _marks(values: Sequence[object]) -> str:
@@ -316,7 +316,7 @@ class SqlDashboardReads:
         found = self._sql._query(
             f"SELECT {_ROW_COLUMNS} FROM rows WHERE run_id = ? AND idx IN ({_marks(indices)})",
             [run_id, *indices])
-        return {int(r[0]): _row(r) for r in found}
+        return {r[0]: _row(r) for r in found}
 
     def row(self, run_id: str, idx: int) -> RowRecord | None:
         found = self._sql._query(f"SELECT {_ROW_COLUMNS} FROM rows WHERE run_id = ? AND idx = ?",
@@ -336,9 +336,10 @@ class SqlDashboardReads:
         if evaluators is not None:  # the key's prefix (run, evaluator, idx): one lookup per (evaluator, row)
             sql += f" AND evaluator IN ({_marks(evaluators)})"
             args += evaluators
+        # the columns come back typed (integer index, text names and status): only passed, kept
+        # as 0/1, is converted
         return [
-            MetricScore(int(idx), str(ev), str(metric), value, label, str(status), kind,
-                        None if passed is None else bool(passed))
+            MetricScore(idx, ev, metric, value, label, status, kind, None if passed is None else passed == 1)
             for idx, ev, metric, value, label, status, kind, passed in self._sql._query(
                 sql + " ORDER BY evaluator, idx, metric", args)
         ]
