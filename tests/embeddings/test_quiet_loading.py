@@ -27,7 +27,9 @@ print("OK")
 def test_loading_the_model_prints_nothing() -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     env.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "OK"
     assert "Loading" not in done.stderr and "%|" not in done.stderr, done.stderr
