@@ -12,6 +12,12 @@ JUDGE_MODEL: Any = typer.Option(
     "--judge-model",
     help="Judge model for LLM-judged metrics (default: $TOUCHSTONE_JUDGE_MODEL, else gpt-4o-mini).",
 )
+JUDGE_PROVIDER: Any = typer.Option(
+    None,
+    "--judge-provider",
+    help="Provider serving the judge model: openai (default; any OpenAI-compatible server), "
+    "azure_openai, anthropic, or one a plugin registers (touchstone.judge_providers entry points).",
+)
 JUDGE_BASE_URL: Any = typer.Option(
     None, "--judge-base-url", help="OpenAI-compatible base URL of the judge (default: $OPENAI_BASE_URL)."
 )

@@ -334,15 +334,28 @@ def model_config_from_env(
     azure_deployment: str | None = None,
     api_version: str | None = None,
     is_reasoning_model: bool = False,
-) -> OpenAIModelConfiguration | AzureOpenAIModelConfiguration:
+    provider: str | None = None,
+) -> OpenAIModelConfiguration | AzureOpenAIModelConfiguration | dict[str, Any]:
     """A judge configuration from explicit values (CLI options) with the environment as fallback.
 
-    Azure OpenAI when an Azure endpoint is given or ``$AZURE_OPENAI_ENDPOINT`` is set and no
-    ``base_url`` is given; otherwise OpenAI(-compatible) with ``model`` (else ``$TOUCHSTONE_JUDGE_MODEL``,
-    else ``gpt-4o-mini``) at ``base_url`` (else ``$OPENAI_BASE_URL``, else the OpenAI API). Keys the
+    ``provider`` (``--judge-provider``) names the provider that serves the model: ``openai``,
+    ``azure_openai``, or any registered one (then the configuration is a
+    :class:`ProviderModelConfiguration` dict with ``model`` and ``base_url``). Without it: Azure
+    OpenAI when an Azure endpoint is given or ``$AZURE_OPENAI_ENDPOINT`` is set and no ``base_url``
+    is given; otherwise OpenAI(-compatible) with ``model`` (else ``$TOUCHSTONE_JUDGE_MODEL``, else
+    ``gpt-4o-mini``) at ``base_url`` (else ``$OPENAI_BASE_URL``, else the OpenAI API). Keys the
     environment supplies at call time (API keys) are not copied in."""
-    endpoint = azure_endpoint or (None if base_url else os.environ.get("AZURE_OPENAI_ENDPOINT"))
-    if endpoint or azure_deployment:
+    if provider not in (None, "openai", "azure_openai"):
+        chosen_model = model or os.environ.get("TOUCHSTONE_JUDGE_MODEL")
+        named: dict[str, Any] = {"type": "provider", "provider_name": provider, "model": chosen_model}
+        if base_url:
+            named["base_url"] = base_url
+        if is_reasoning_model:
+            named["is_reasoning_model"] = True
+        return named
+    from_env = None if base_url or provider == "openai" else os.environ.get("AZURE_OPENAI_ENDPOINT")
+    endpoint = azure_endpoint or from_env
+    if endpoint or azure_deployment or provider == "azure_openai":
         azure = AzureOpenAIModelConfiguration()
         deployment = azure_deployment or model or os.environ.get("AZURE_OPENAI_DEPLOYMENT")
         if endpoint:
