@@ -29,6 +29,7 @@ class JudgeChoice:
     base_url: str | None = None
     azure_endpoint: str | None = None
     azure_deployment: str | None = None
+    provider: str | None = None
 
     @property
     def names_azure(self) -> bool:
@@ -334,7 +335,14 @@ def configured_judge(model: str | None = None, base_url: str | None = None) -> A
 def resolve_judge(choice: JudgeChoice, stored: Any = None) -> Any:
     """The judge of a run: Azure OpenAI when an Azure endpoint or deployment is named; else the judge
     of the resumed run (``stored``) unless a model or base URL is named anew; else the named one with
-    the environment as fallback (None when nothing names a judge)."""
+    the environment as fallback (None when nothing names a judge). A named provider names a judge."""
+    if choice.provider is not None:
+        from touchstone.judges.config import model_config_from_env
+
+        return model_config_from_env(
+            choice.model, base_url=choice.base_url, azure_endpoint=choice.azure_endpoint,
+            azure_deployment=choice.azure_deployment, provider=choice.provider,
+        )
     if choice.names_azure:
         from touchstone.judges.config import model_config_from_env
 
