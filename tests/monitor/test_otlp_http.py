@@ -172,7 +172,10 @@ def test_interactions_endpoint_json_array_jsonl(served: tuple[Monitor, str]) -> 
     assert status == 200 and json.loads(body) == {"received": 1, "kept": 1}
     many = [{**one, "id": "b"}, {**one, "id": "c", "timestamp": "yesterday"}]
     status, body = post(f"{url}/v1/interactions", json.dumps(many).encode(), "application/json")
-    assert json.loads(body) == {"received": 2, "kept": 1}
+    answer = json.loads(body)
+    assert {k: answer[k] for k in ("received", "kept")} == {"received": 2, "kept": 1}
+    (refused,) = answer["rejected"]  # the sender is told which interaction was refused, and why
+    assert refused["where"] == "request item 2" and "timestamp" in refused["reason"]
     lines = "\n".join(
         [
             json.dumps({**one, "id": "d"}),
@@ -181,7 +184,9 @@ def test_interactions_endpoint_json_array_jsonl(served: tuple[Monitor, str]) -> 
         ]
     )
     status, body = post(f"{url}/v1/interactions", lines.encode(), "application/x-ndjson")
-    assert json.loads(body) == {"received": 3, "kept": 1}
+    answer = json.loads(body)
+    assert {k: answer[k] for k in ("received", "kept")} == {"received": 3, "kept": 1}
+    assert [r["where"] for r in answer["rejected"]] == ["request line 2", "request line 3"]
     assert [r["id"] for r in rows(monitor)] == ["a", "b", "d"]
     assert monitor.counts["invalid"] == 3
     status, _ = post(f"{url}/v1/interactions", b"\xff\xfe", "application/json")

@@ -13,6 +13,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,12 @@ class MonitorConfig:
     alpha: float = 0.01
     grace: int = 0
     min_rows: int = 5
+
+
+REPORTED_REJECTIONS = 100
+"""At most this many rejections of one request are listed in the answer to its sender."""
+
+_REJECTIONS: ContextVar[list[dict[str, str]] | None] = ContextVar("touchstone_rejections", default=None)
 
 
 @dataclass
@@ -99,6 +106,9 @@ class Monitor:
     def reject(self, where: str, why: str) -> None:
         """Count (and, for the first ones, log) an interaction that cannot be monitored."""
         self.counts["invalid"] += 1
+        told = _REJECTIONS.get()
+        if told is not None and len(told) < REPORTED_REJECTIONS:  # the sender of this request is told why
+            told.append({"where": where, "reason": why})
         if self.counts["invalid"] <= LOGGED_REJECTIONS:
             log.warning("rejected interaction (%s): %s", where, why)
         elif self.counts["invalid"] == LOGGED_REJECTIONS + 1:
@@ -151,14 +161,21 @@ class Monitor:
             self.counts["kept"] += len(placed)
         return len(placed)
 
-    def ingest_objects(self, objects: Iterable[tuple[Any, str]]) -> int:
-        """Ingest ``(decoded object, where it came from)`` pairs; how many were kept."""
-        candidates: list[tuple[Interaction, str]] = []
-        for obj, where in objects:
-            interaction = self.accept(obj, where)
-            if interaction is not None:
-                candidates.append((interaction, where))
-        return self.add(self.checked(candidates))
+    def ingest_objects(
+        self, objects: Iterable[tuple[Any, str]], rejected: list[dict[str, str]] | None = None
+    ) -> int:
+        """Ingest ``(decoded object, where it came from)`` pairs; how many were kept. ``rejected``
+        receives ``{"where", "reason"}`` of each object refused (the first hundred), for the sender."""
+        token = _REJECTIONS.set(rejected)
+        try:
+            candidates: list[tuple[Interaction, str]] = []
+            for obj, where in objects:
+                interaction = self.accept(obj, where)
+                if interaction is not None:
+                    candidates.append((interaction, where))
+            return self.add(self.checked(candidates))
+        finally:
+            _REJECTIONS.reset(token)
 
     def ingest_lines(self, lines: Iterable[Line]) -> int:
         """Ingest JSONL lines (each a JSON object); a line that is not JSON is rejected."""

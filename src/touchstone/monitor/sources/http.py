@@ -1,7 +1,8 @@
 """The monitor's HTTP endpoint (standard library server, one thread per connection):
 
 - ``POST /v1/interactions``: a JSON object, a JSON array of objects, or JSONL (one object a line);
-  answers ``{"received": n, "kept": k}``;
+  answers ``{"received": n, "kept": k}``, with ``"rejected": [{"where", "reason"}, ...]`` listing
+  the interactions that could not be monitored (the first hundred);
 - ``POST /v1/traces``: OTLP/HTTP traces, protobuf (``application/x-protobuf``) or JSON
   (``application/json``), gzip-compressed or not; answers an empty ``ExportTraceServiceResponse``;
 - ``GET /healthz``: ``ok``.
@@ -108,8 +109,12 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # a body that cannot be read: the sender's error, not the monitor's
             self._reply(400, json.dumps({"error": f"cannot read the body: {exc}"[:500]}).encode())
             return
-        kept = monitor.ingest_objects(pairs)
-        self._reply(200, json.dumps({"received": len(pairs), "kept": kept}).encode())
+        rejected: list[dict[str, str]] = []
+        kept = monitor.ingest_objects(pairs, rejected)
+        answer: dict[str, Any] = {"received": len(pairs), "kept": kept}
+        if rejected:  # accepted whole (production traffic is not refused), but the sender is told why
+            answer["rejected"] = rejected
+        self._reply(200, json.dumps(answer).encode())
 
 
 class MonitorHTTPServer(ThreadingHTTPServer):
