@@ -28,14 +28,8 @@ from touchstone.evaluators.bertscore import BertScoreEvaluator
 from touchstone.evaluators.custom import FunctionMetric, RubricEvaluator, function_metric, metrics_from_file
 from touchstone.evaluators.groundedness_pro import GroundednessProEvaluator
 from touchstone.evaluators.perplexity import PerplexityEvaluator
-from touchstone.evaluators.quality import (
-    CoherenceEvaluator,
-    FluencyEvaluator,
-    GroundednessEvaluator,
-    QAEvaluator,
-    RelevanceEvaluator,
-    SimilarityEvaluator,
-)
+from touchstone.evaluators.prompt_metrics import CoherenceEvaluator, FluencyEvaluator, SimilarityEvaluator
+from touchstone.evaluators.quality import GroundednessEvaluator, QAEvaluator, RelevanceEvaluator
 from touchstone.evaluators.ranking import DocumentRetrievalEvaluator, RankingEvaluator
 from touchstone.evaluators.registry import available as available_metrics
 from touchstone.evaluators.retrieval_judge import RetrievalEvaluator, RetrievalScoreEvaluator

@@ -23,7 +23,7 @@ from touchstone import (
 )
 from touchstone.evaluators import registry
 from touchstone.evaluators.agent import AgentInputError, AgentJudgeEvaluator
-from touchstone.evaluators.judging import JudgeReplyError
+from touchstone.evaluators.judge import JudgeReplyError
 from touchstone.evaluators.prompting import load_prompt
 from touchstone.scores import Status
 

@@ -13,18 +13,14 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest
 
 from touchstone.errors import ConfigurationError, InputValidationError
-from touchstone.evaluators.conversation import (
+from touchstone.evaluators.judge.conversation import (
     combine_outputs,
     exchange_inputs,
     split_turns,
     turn_input_names,
 )
-from touchstone.evaluators.quality import (
-    CoherenceEvaluator,
-    FluencyEvaluator,
-    GroundednessEvaluator,
-    RelevanceEvaluator,
-)
+from touchstone.evaluators.prompt_metrics import CoherenceEvaluator, FluencyEvaluator
+from touchstone.evaluators.quality import GroundednessEvaluator, RelevanceEvaluator
 from touchstone.evaluators.retrieval_judge import RetrievalEvaluator, RetrievalScoreEvaluator
 
 CHAT: dict[str, Any] = {

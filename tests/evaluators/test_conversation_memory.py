@@ -8,9 +8,9 @@ import asyncio
 import json
 from typing import Any
 
-from touchstone.evaluators import conversation as conv
+from touchstone.evaluators.judge import conversation as conv
+from touchstone.evaluators.prompt_metrics import CoherenceEvaluator
 from touchstone.evaluators.prompting import format_history
-from touchstone.evaluators.quality import CoherenceEvaluator
 
 
 def _chat(exchanges: int, words: int = 5) -> dict[str, Any]:

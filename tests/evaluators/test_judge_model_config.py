@@ -8,7 +8,7 @@ import pytest
 
 from touchstone import EvaluationException
 from touchstone._exceptions import ErrorCategory
-from touchstone.evaluators.judging import check_model_config
+from touchstone.evaluators.judge import check_model_config
 from touchstone.evaluators.quality import RelevanceEvaluator
 
 KEY = "sk-test-not-a-real-key-0000"

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest, Reply
 
-from touchstone.evaluators.judging import JudgeReplyError, ask, model_reader
+from touchstone.evaluators.judge import JudgeReplyError, ask, model_reader
 from touchstone.evaluators.prompting import load_prompt
 from touchstone.judges import JudgeSettings, get_judge_client
 

@@ -13,13 +13,11 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest, Reply
 
 from touchstone.errors import InputValidationError
+from touchstone.evaluators.prompt_metrics import CoherenceEvaluator, FluencyEvaluator, SimilarityEvaluator
 from touchstone.evaluators.quality import (
-    CoherenceEvaluator,
-    FluencyEvaluator,
     GroundednessEvaluator,
     QAEvaluator,
     RelevanceEvaluator,
-    SimilarityEvaluator,
     file_search_context,
 )
 from touchstone.evaluators.retrieval_judge import RetrievalEvaluator

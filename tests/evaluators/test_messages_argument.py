@@ -13,8 +13,9 @@ from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest
 from touchstone import EvaluationException
 from touchstone._exceptions import ErrorCategory
 from touchstone.evaluators.agent import ResponseCompletenessEvaluator
-from touchstone.evaluators.conversation import bare_messages_problem, messages_as_conversation
-from touchstone.evaluators.quality import CoherenceEvaluator, FluencyEvaluator, RelevanceEvaluator
+from touchstone.evaluators.judge.conversation import bare_messages_problem, messages_as_conversation
+from touchstone.evaluators.prompt_metrics import CoherenceEvaluator, FluencyEvaluator
+from touchstone.evaluators.quality import RelevanceEvaluator
 from touchstone.evaluators.retrieval_judge import RetrievalEvaluator
 
 CHAT: list[dict[str, Any]] = [

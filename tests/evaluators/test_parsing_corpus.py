@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from touchstone.evaluators.parsing import Scale, parse_judge_reply
+from touchstone.evaluators.judge.reply import Scale, parse_judge_reply
 
 # (reply, expected score on 1-5, or None: must be a failure)
 CORPUS: list[tuple[str, int | None]] = [

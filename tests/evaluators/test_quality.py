@@ -14,15 +14,9 @@ from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest, Reply
 
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators import registry
+from touchstone.evaluators.prompt_metrics import CoherenceEvaluator, FluencyEvaluator, SimilarityEvaluator
 from touchstone.evaluators.prompting import load_prompt
-from touchstone.evaluators.quality import (
-    CoherenceEvaluator,
-    FluencyEvaluator,
-    GroundednessEvaluator,
-    QAEvaluator,
-    RelevanceEvaluator,
-    SimilarityEvaluator,
-)
+from touchstone.evaluators.quality import GroundednessEvaluator, QAEvaluator, RelevanceEvaluator
 from touchstone.evaluators.retrieval_judge import RetrievalEvaluator, RetrievalScoreEvaluator
 
 Q = "Which lantern lasts longest on one charge?"
@@ -385,7 +379,7 @@ def test_missing_inputs_are_reported() -> None:
 def test_direct_call_raises_on_unusable_reply(
     fake_openai: FakeOpenAIServer, judge_config: dict[str, str]
 ) -> None:
-    from touchstone.evaluators.judging import JudgeReplyError
+    from touchstone.evaluators.judge import JudgeReplyError
 
     fake_openai.handler = lambda req: "I cannot rate this."
     with pytest.raises(JudgeReplyError, match="no score found"):

@@ -9,7 +9,7 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest
 
 from touchstone.evaluators import registry
-from touchstone.evaluators.summary_quality import CompletenessEvaluator, ConcisenessEvaluator
+from touchstone.evaluators.prompt_metrics import CompletenessEvaluator, ConcisenessEvaluator
 
 SOURCE = "The Trailglow lamp runs 40 hours on low. It charges in two hours. It weighs 180 grams."
 SUMMARY = "The Trailglow runs 40 hours and charges in two."

@@ -15,7 +15,7 @@ from touchstone import (
 )
 from touchstone._exceptions import ErrorBlame, ErrorCategory, EvaluationException
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.judging import describe_judge
+from touchstone.evaluators.judge import describe_judge
 from touchstone.judges.config import (
     AzureOpenAIConfig,
     OpenAIConfig,

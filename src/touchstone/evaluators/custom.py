@@ -40,10 +40,10 @@ import yaml
 from touchstone.data.kinds import InputKind
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import Evaluator, EvaluatorLike, FunctionEvaluator, InputSpec, Outputs
-from touchstone.evaluators.judging import JudgeEvaluator, no_judge_error
-from touchstone.evaluators.parsing import Scale
+from touchstone.evaluators.judge import JudgeEvaluator, no_judge_error
+from touchstone.evaluators.judge.prompt_inputs import context_block
+from touchstone.evaluators.judge.reply import Scale
 from touchstone.evaluators.prompting import PromptTemplate, delimit, format_answers, load_prompt
-from touchstone.evaluators.quality import context_block
 
 _KNOWN_KINDS: dict[str, InputKind] = {
     "context": "context",

@@ -228,10 +228,10 @@ class GroundednessProEvaluator(Evaluator):
             self.nli = NliModel(model, device=device, batch_size=batch_size, max_length=max_length)
         else:
             if model_config is None:
-                from touchstone.evaluators.judging import no_judge_error
+                from touchstone.evaluators.judge import no_judge_error
 
                 raise no_judge_error(self.metric)
-            from touchstone.evaluators.judging import check_model_config
+            from touchstone.evaluators.judge import check_model_config
 
             check_model_config(model_config)
             self.model_config = model_config
@@ -251,7 +251,7 @@ class GroundednessProEvaluator(Evaluator):
             opts.update(model=self.nli.name, path=self.nli.path, batch_size=self.nli.batch_size,
                         max_length=self.nli.max_length)
         else:
-            from touchstone.evaluators.judging import describe_judge
+            from touchstone.evaluators.judge import describe_judge
             from touchstone.evaluators.prompting import load_prompt
 
             prompt = load_prompt("rag_claims_verify")

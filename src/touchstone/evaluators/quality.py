@@ -1,5 +1,6 @@
-"""AI-assisted quality metrics judged by an LLM (SPEC 3.1, 3.2): groundedness, relevance, coherence,
-fluency, similarity, and the question-answering composite.
+"""AI-assisted quality metrics judged by an LLM (SPEC 3.1, 3.2) that are more than a prompt:
+groundedness, relevance, and the question-answering composite (coherence, fluency and similarity
+are prompt-only values: :mod:`touchstone.evaluators.prompt_metrics`).
 
 Each takes a model configuration (``OpenAIModelConfiguration``, ``AzureOpenAIModelConfiguration`` or
 a plain dict), scores 1–5 (higher is better, pass threshold 3 by default) and returns the compatible
@@ -12,22 +13,16 @@ when no score could be obtained. Those that accept ``conversation=`` judge each 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
-from touchstone.data.kinds import as_text_list, context_documents
-from touchstone.evaluators.agent.evaluators import INTERMEDIATE
-from touchstone.evaluators.agent.messages import (
-    Checker,
-    is_intermediate,
-    preprocess,
-    render_messages,
-    tool_calls_in,
-)
+from touchstone.evaluators.agent.messages import INTERMEDIATE, is_intermediate, preprocess, tool_calls_in
 from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
-from touchstone.evaluators.conversation import Turn
-from touchstone.evaluators.judging import JudgeEvaluator, Judgement, no_judge_error, score_schema
-from touchstone.evaluators.parsing import ParsedReply
-from touchstone.evaluators.prompting import PromptTemplate, format_answers, format_documents, load_prompt
+from touchstone.evaluators.judge import JudgeEvaluator, Judgement, no_judge_error, score_schema
+from touchstone.evaluators.judge.conversation import Turn
+from touchstone.evaluators.judge.prompt_inputs import as_text, check_messages, context_block
+from touchstone.evaluators.judge.reply import ParsedReply
+from touchstone.evaluators.prompt_metrics import CoherenceEvaluator, FluencyEvaluator, SimilarityEvaluator
+from touchstone.evaluators.prompting import PromptTemplate, format_documents, load_prompt
 from touchstone.evaluators.registry import register
 from touchstone.scores import Outcome
 
@@ -46,25 +41,6 @@ _GROUND_TRUTH = InputSpec("ground_truth", "texts", required=False, description="
 _CONVERSATION = InputSpec(
     "conversation", "conversation", required=False, description="a chat: {messages, context?}"
 )
-
-
-def as_text(value: Any) -> str | None:
-    """A query or response for a prompt: a string as is, an agent's messages as text (tool calls and
-    their results included)."""
-    if value is None or isinstance(value, str):
-        return value
-    return render_messages(preprocess(value))
-
-
-def check_messages(metric: str, inputs: Mapping[str, Any]) -> None:
-    """An agent's query or response given as messages must be in the compatible SDK's message format
-    (roles, content items, tool calls with ids): the SDK's checks and messages."""
-    for name in ("query", "response"):
-        value = inputs.get(name)
-        if isinstance(value, list):
-            problem = Checker(metric).messages_problem(value, name.capitalize(), name)
-            if problem is not None:
-                raise problem
 
 
 def _single_entry(value: Any) -> bool:
@@ -96,13 +72,6 @@ NO_AGENT_CONTEXT = (
 """The compatible SDK's reason for an agent row with no context to judge against (not applicable)."""
 
 
-def context_block(context: Any) -> str:
-    """Context for a prompt: a string as is, documents with their ids and titles."""
-    if isinstance(context, str):
-        return context
-    return format_documents(context_documents(context))
-
-
 @register
 class GroundednessEvaluator(JudgeEvaluator):
     """Whether every claim in the response is supported by the context (SPEC 3.1); claims true in the
@@ -112,7 +81,7 @@ class GroundednessEvaluator(JudgeEvaluator):
     the stricter reading (a conversation is grounded only if every turn is), and
     ``conversation_aggregation="min"`` makes it the main score. ``conversation_mode="history"`` checks
     each assistant turn against its retrieved documents with the history (ungrounded facts listed
-    first); see :mod:`touchstone.evaluators.conversation`."""
+    first); see :mod:`touchstone.evaluators.judge.conversation`."""
 
     metric = "groundedness"
     prefix = "groundedness"
@@ -324,88 +293,6 @@ def _check_reference(parsed: ParsedReply) -> str | None:
     if found is not False and data and not isinstance(data.get("reference_answer"), str):
         return "the reply has no reference answer although relevant documents were found"
     return None
-
-
-@register
-class CoherenceEvaluator(JudgeEvaluator):
-    """Whether the response's sentences fit together and read naturally as a whole (SPEC 3.1)."""
-
-    metric = "coherence"
-    prefix = "coherence"
-    score_key = "coherence"
-    inputs = (_QUERY, _RESPONSE, _CONVERSATION)
-    input_modes: ClassVar[tuple[tuple[str, ...], ...]] = (("query", "response"), ("conversation",))
-    description = "LLM judge: do the response's sentences fit together (1-5)"
-    prompt_name: ClassVar[str] = "coherence"
-
-    def __init__(self, model_config: Any, *, threshold: float | None = 3, **kwargs: Any) -> None:
-        super().__init__(model_config, threshold=threshold, **kwargs)
-
-    def prompts(self) -> list[PromptTemplate]:
-        return [load_prompt(self.prompt_name)]
-
-    async def _single(self, **inputs: Any) -> Outputs:
-        check_messages(self.metric, inputs)
-        if is_intermediate(inputs["response"]):
-            return self.not_applicable(INTERMEDIATE)
-        j = await self._judge(
-            load_prompt(self.prompt_name),
-            {"query": as_text(inputs.get("query")), "response": as_text(inputs["response"])},
-        )
-        return self.judged(j)
-
-    async def _turn(self, turn: Turn) -> Outputs:
-        j = await self._judge(
-            load_prompt(self.prompt_name),
-            {"history": turn.history_text, "query": turn.query, "response": turn.response},
-        )
-        return self.judged(j)
-
-
-@register
-class FluencyEvaluator(CoherenceEvaluator):
-    """Grammar, syntax and vocabulary of the response's individual sentences (SPEC 3.1)."""
-
-    metric = "fluency"
-    prefix = "fluency"
-    score_key = "fluency"
-    inputs = (_QUERY, _RESPONSE, _CONVERSATION)
-    input_modes = (("response",), ("conversation",))
-    description = "LLM judge: grammar, syntax and vocabulary of the response (1-5)"
-    messages_input = "checked"
-    prompt_name: ClassVar[str] = "fluency"
-
-
-@register
-class SimilarityEvaluator(JudgeEvaluator):
-    """How equivalent the information in the response is to the correct answer (SPEC 3.1)."""
-
-    metric = "similarity"
-    prefix = "similarity"
-    score_key = "similarity"
-    inputs = (
-        InputSpec("query", "text", description="what the user asked"),
-        InputSpec("response", "text", description="the application's answer"),
-        InputSpec("ground_truth", "texts", description="the expected answer(s)"),
-    )
-    description = "LLM judge: is the response equivalent to the ground truth (1-5)"
-
-    def __init__(self, model_config: Any, *, threshold: float | None = 3, **kwargs: Any) -> None:
-        super().__init__(model_config, threshold=threshold, **kwargs)
-
-    def prompts(self) -> list[PromptTemplate]:
-        return [load_prompt("similarity")]
-
-    async def _single(self, **inputs: Any) -> Outputs:
-        j = await self._judge(
-            load_prompt("similarity"),
-            {
-                "query": inputs["query"],
-                "ground_truth": format_answers(as_text_list(inputs["ground_truth"])),
-                "response": inputs["response"],
-            },
-        )
-        return self.judged(j)
 
 
 @register

@@ -1,62 +1,94 @@
-"""Metric name -> evaluator class. Adding a metric is one class and one ``@register`` line; modules
-listed in ``_MODULES`` are imported on first use so the registry is complete without import cycles.
+"""Metric name -> how to build it: an evaluator class, or a :class:`PromptMetric` value (a judged metric
+that is only a prompt). Adding a metric is one class with ``@register``, or one ``register(value)``.
+
+The registry finds the built-in metrics itself, without a hand-kept list: the first time it is asked
+it imports every module of the ``touchstone.evaluators`` package (their ``@register`` lines run), then
+loads the ``touchstone.metrics`` entry points of installed packages (an entry point names an
+evaluator class, a :class:`PromptMetric`, or a module whose import registers its metrics). Nothing is
+imported before that, so a command that never asks for a metric (``touchstone --help``) pays nothing.
 Heavy dependencies stay lazy: modules must not import them at module level."""
 
 from __future__ import annotations
 
 import difflib
 import importlib
-from typing import Any
+import pkgutil
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from touchstone.errors import Problem, UnknownMetricError
 from touchstone.evaluators.base import Evaluator
 
-_REGISTRY: dict[str, type[Evaluator]] = {}
-_MODULES = [
-    "touchstone.evaluators.text",
-    "touchstone.evaluators.ranking",
-    "touchstone.evaluators.semantic",
-    "touchstone.evaluators.quality",
-    "touchstone.evaluators.retrieval_judge",
-    "touchstone.evaluators.bertscore",
-    "touchstone.evaluators.perplexity",
-    "touchstone.evaluators.agent",
-    "touchstone.evaluators.safety",
-    "touchstone.evaluators.rag.metrics",
-    "touchstone.evaluators.rag.relevance_metrics",
-    "touchstone.evaluators.groundedness_pro",
-    "touchstone.evaluators.summary_quality",
-    "touchstone.evaluators.signals",
-]
+if TYPE_CHECKING:
+    from touchstone.evaluators.judge.prompt_metric import PromptMetric
+
+    MetricEntry = type[Evaluator] | PromptMetric
+    """What the registry holds for a metric: its evaluator class, or its value."""
+
+ENTRY_POINT_GROUP = "touchstone.metrics"
+"""The entry-point group third-party packages declare their metrics in (``pyproject.toml``:
+``[project.entry-points."touchstone.metrics"]``, ``name = "package.module:Thing"``)."""
+
+_REGISTRY: dict[str, MetricEntry] = {}
 _loaded = False
+E = TypeVar("E", bound="type[Evaluator] | PromptMetric")
 
 
-def register(cls: type[Evaluator]) -> type[Evaluator]:
-    """Class decorator: make ``cls`` available under ``cls.metric``."""
-    if not cls.metric:
-        raise ValueError(f"{cls.__name__} has no metric name")
-    if cls.metric in _REGISTRY and _REGISTRY[cls.metric] is not cls:
-        raise ValueError(f"metric {cls.metric!r} registered twice")
-    _REGISTRY[cls.metric] = cls
-    return cls
+def register(entry: E) -> E:
+    """Make a metric available under its name: usable as a class decorator (``@register``) or
+    called with a :class:`PromptMetric` value. Registering the same thing twice is harmless; two
+    different metrics with one name are an error."""
+    name = entry.metric
+    if not name:
+        raise ValueError(f"{entry!r} has no metric name")
+    known = _REGISTRY.get(name)
+    if known is not None and known is not entry and known != entry:
+        raise ValueError(f"metric {name!r} registered twice")
+    _REGISTRY[name] = entry
+    return entry
+
+
+def _import_package_modules() -> None:
+    """Import every module of ``touchstone.evaluators`` (each registers its own metrics)."""
+    package = importlib.import_module("touchstone.evaluators")
+    for module in pkgutil.walk_packages(package.__path__, prefix="touchstone.evaluators."):
+        importlib.import_module(module.name)
+
+
+def _is_metric(thing: Any) -> bool:
+    """Whether an entry point's object is a metric: an evaluator class, or a value that builds one
+    (a :class:`PromptMetric`: a metric name and a ``from_options`` factory)."""
+    if isinstance(thing, type):
+        return issubclass(thing, Evaluator)
+    return isinstance(getattr(thing, "metric", None), str) and callable(getattr(thing, "from_options", None))
+
+
+def _load_entry_points() -> None:
+    """Register what third-party packages declare in the ``touchstone.metrics`` group: a metric
+    (an evaluator class or a prompt metric value), or a module whose import registered its own."""
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        thing = point.load()
+        if _is_metric(thing):
+            register(thing)
 
 
 def _load() -> None:
     global _loaded
     if not _loaded:
-        for module in _MODULES:
-            importlib.import_module(module)
         _loaded = True
+        _import_package_modules()
+        _load_entry_points()
 
 
-def available() -> dict[str, type[Evaluator]]:
+def available() -> dict[str, MetricEntry]:
     """All registered metrics, by name, sorted."""
     _load()
     return dict(sorted(_REGISTRY.items()))
 
 
-def get(name: str) -> type[Evaluator]:
-    """The evaluator class for ``name``; an unknown name raises with the closest valid names."""
+def get(name: str) -> MetricEntry:
+    """The evaluator class (or prompt metric) for ``name``; an unknown name raises with the closest
+    valid names."""
     metrics = available()
     if name in metrics:
         return metrics[name]
@@ -69,7 +101,7 @@ class _WithOptions:
     """The class as a ``from_options`` factory sees it, constructing with the user's own options added
     (its attributes are the class's), so each factory keeps its own defaults and checks."""
 
-    def __init__(self, cls: type[Evaluator], extra: dict[str, Any]) -> None:
+    def __init__(self, cls: MetricEntry, extra: dict[str, Any]) -> None:
         self._cls, self._extra = cls, extra
 
     def __getattr__(self, name: str) -> Any:
@@ -87,6 +119,7 @@ def option_names(name: str) -> tuple[str, ...]:
     names_of = getattr(cls, "option_names", None)
     if names_of is not None:
         return tuple(names_of())
+    assert isinstance(cls, type)  # a prompt metric names its options
     params = inspect.signature(cls.__init__).parameters.values()
     kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return tuple(p.name for p in params if p.kind in kinds and p.name not in ("self", "model_config"))
@@ -122,6 +155,7 @@ def create(name: str, *, overrides: dict[str, Any] | None = None, **options: Any
         return factory(**options)  # type: ignore[no-any-return,unused-ignore]
     import inspect
 
+    assert isinstance(cls, type)  # a prompt metric has a factory
     params = inspect.signature(cls.__init__).parameters
     accepted = {k: v for k, v in options.items() if k in params and v is not None}
     return cls(**{**accepted, **extra})

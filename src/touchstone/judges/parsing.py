@@ -4,7 +4,7 @@ Used when a server does not honour the JSON-schema response format: the reply ma
 code fence, add prose around it, use single quotes or Python literals, or leave a trailing comma.
 :func:`json_objects` finds every embedded object or array; :func:`extract_json` returns the judge's
 object. Neither ever invents one. The evaluators' score parser
-(:func:`touchstone.evaluators.parsing.parse_judge_reply`) builds on the same scanner.
+(:func:`touchstone.evaluators.judge.reply.parse_judge_reply`) builds on the same scanner.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.judging import ask, check_model_config, configured_judge, model_reader
+from touchstone.evaluators.judge import ask, check_model_config, configured_judge, model_reader
 from touchstone.evaluators.prompting import PromptTemplate, format_history, load_prompt
 from touchstone.judges.client import JudgeClient, get_judge_client
 from touchstone.simulator.data import Objective, ScenarioInfo

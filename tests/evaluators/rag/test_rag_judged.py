@@ -16,7 +16,7 @@ from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest
 
 from touchstone import evaluate
 from touchstone.evaluators import registry
-from touchstone.evaluators.judging import JudgeReplyError
+from touchstone.evaluators.judge import JudgeReplyError
 from touchstone.evaluators.rag.answer_correctness import AnswerCorrectnessEvaluator
 from touchstone.evaluators.rag.claims import verify_claims
 from touchstone.judges.client import get_judge_client
@@ -196,7 +196,7 @@ def test_summary_counts_claims(fake: FakeOpenAIServer, tmp_path: Path) -> None:
 
 def test_dry_run_counts_one_call_per_row_per_metric() -> None:
     from touchstone.engine.dryrun import estimate
-    from touchstone.evaluators.rag.metrics import (
+    from touchstone.evaluators.rag import (
         AnswerCorrectnessEvaluator,
         ContextEntityRecallEvaluator,
         ContextPrecisionEvaluator,

@@ -28,6 +28,9 @@ from touchstone.errors import InputValidationError, Problem
 TEXT_TYPES = ("text", "input_text", "output_text")
 CALL_TYPES = ("tool_call", "function_call", "openapi_call", "mcp_approval_request")
 RESULT_TYPES = ("tool_result", "function_call_output", "openapi_call_output", "mcp_approval_response")
+INTERMEDIATE = "Intermediate response. Please provide the agent's final response for evaluation."
+"""The compatible SDK's reason for not judging an agent that has not finished (its last message is a
+pending call)."""
 USER_ROLES = ("user", "system", "developer")
 
 BUILT_IN_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict
 from touchstone.embeddings.batching import EmbeddingBatcher, EmbeddingMemo, cosine
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import InputSpec, Outputs
-from touchstone.evaluators.judging import ask, model_reader
+from touchstone.evaluators.judge import ask, model_reader
 from touchstone.evaluators.prompting import PromptTemplate, load_prompt
 from touchstone.evaluators.rag.common import RESPONSE, RagJudgeEvaluator
 from touchstone.evaluators.registry import register
@@ -197,7 +197,7 @@ class AnswerRelevancyEvaluator(RagJudgeEvaluator):
                      **_: Any) -> AnswerRelevancyEvaluator:
         """The registry's factory (command line): the judge, the local embedding model."""
         if model_config is None:
-            from touchstone.evaluators.judging import no_judge_error
+            from touchstone.evaluators.judge import no_judge_error
 
             raise no_judge_error(cls.metric)
         return cls(model_config, threshold=threshold)

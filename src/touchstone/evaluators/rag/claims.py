@@ -1,5 +1,5 @@
 """Claims: splitting a text into atomic claims and checking them against documents, each in ONE
-structured judge call per row (built on :func:`touchstone.evaluators.judging.ask`).
+structured judge call per row (built on :func:`touchstone.evaluators.judge.ask`).
 
 Three calls are offered:
 
@@ -10,7 +10,7 @@ Three calls are offered:
 * :func:`verify_claims` checks a given list of claims, by number, in one call. A reply that leaves a
   claim without a verdict (or gives one for a claim that does not exist) gets the primitive's one
   repair request naming what was missing; if the repaired reply is still partial the row fails with
-  :class:`~touchstone.evaluators.judging.JudgeReplyError` naming the claims left without a verdict.
+  :class:`~touchstone.evaluators.judge.JudgeReplyError` naming the claims left without a verdict.
 
 Every verdict is kept as :class:`ClaimVerdict` (claim, supported or not, supporting document id,
 the judge's reason) and rendered into the row's properties by :func:`evidence`.
@@ -24,7 +24,7 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
-from touchstone.evaluators.judging import ask, model_reader
+from touchstone.evaluators.judge import ask, model_reader
 from touchstone.evaluators.prompting import PromptTemplate, format_documents, load_prompt
 
 VerdictText = Literal["supported", "unsupported"]

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from touchstone.evaluators.base import InputSpec, Outputs
-from touchstone.evaluators.judging import JudgeEvaluator
+from touchstone.evaluators.judge import JudgeEvaluator
 
 QUERY = InputSpec("query", "text", required=False, description="the user's question")
 CONTEXT = InputSpec("context", "context", description="the retrieved documents (text or a list)")

@@ -28,8 +28,8 @@ from typing import Any, ClassVar
 from touchstone.data.kinds import context_documents
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import InputSpec, Outputs
-from touchstone.evaluators.judging import Judgement, JudgeReplyError
-from touchstone.evaluators.parsing import Scale
+from touchstone.evaluators.judge import Judgement, JudgeReplyError
+from touchstone.evaluators.judge.reply import Scale
 from touchstone.evaluators.prompting import PromptTemplate, load_prompt
 from touchstone.evaluators.rag.common import CONTEXT, RagJudgeEvaluator
 from touchstone.evaluators.registry import register

@@ -9,14 +9,14 @@ from typing import Any, ClassVar
 
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import InputSpec, Outputs
-from touchstone.evaluators.conversation import (
+from touchstone.evaluators.judge import JudgeEvaluator, no_judge_error
+from touchstone.evaluators.judge.conversation import (
     check_not_mixed,
     exchange_inputs,
     gather_outputs,
     no_exchange,
     per_turn_columns,
 )
-from touchstone.evaluators.judging import JudgeEvaluator, no_judge_error
 from touchstone.evaluators.safety.severity import (
     RAI_ONLY_OPTIONS,
     check_defect_level,

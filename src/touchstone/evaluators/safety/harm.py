@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from touchstone.evaluators.base import Outputs
-from touchstone.evaluators.conversation import combine_outputs
+from touchstone.evaluators.judge.conversation import combine_outputs
 from touchstone.evaluators.prompting import PromptTemplate
 from touchstone.evaluators.registry import register
 from touchstone.evaluators.safety.common import CONVERSATION, QUERY, RESPONSE, SafetyJudge, text_or_none

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from touchstone.evaluators.base import InputSpec, Outputs
-from touchstone.evaluators.judging import ask
+from touchstone.evaluators.judge import ask
 from touchstone.evaluators.prompting import PromptTemplate, load_prompt
 from touchstone.evaluators.registry import register
 from touchstone.evaluators.safety.common import CONVERSATION, QUERY, RESPONSE, read_flags, text_or_none
@@ -56,7 +56,7 @@ def read_verdict(text: str) -> tuple[Verdict | None, str | None]:
 def context_text(context: Any) -> str | None:
     if context is None or isinstance(context, str):
         return context
-    from touchstone.evaluators.quality import context_block
+    from touchstone.evaluators.judge.prompt_inputs import context_block
 
     return context_block(context)
 

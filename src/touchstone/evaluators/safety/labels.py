@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from touchstone.evaluators.base import Outputs
-from touchstone.evaluators.conversation import combine_outputs
+from touchstone.evaluators.judge.conversation import combine_outputs
 from touchstone.evaluators.safety.common import SafetyJudge
 from touchstone.evaluators.safety.severity import call_keys
 from touchstone.scores import Outcome, Score

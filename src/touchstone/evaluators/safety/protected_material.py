@@ -29,7 +29,7 @@ from typing import Any
 
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import Outputs
-from touchstone.evaluators.judging import ask
+from touchstone.evaluators.judge import ask
 from touchstone.evaluators.prompting import PromptTemplate, load_prompt
 from touchstone.evaluators.registry import register
 from touchstone.evaluators.safety.common import CONVERSATION, QUERY, RESPONSE, read_flags, text_or_none
@@ -211,7 +211,7 @@ class ProtectedMaterialEvaluator(LabelJudge):
         conversation = inputs.get("conversation")
         if conversation is None:
             return self._by_corpus(text_or_none(inputs.get("response")) or "")
-        from touchstone.evaluators.conversation import check_not_mixed, exchange_inputs, no_exchange
+        from touchstone.evaluators.judge.conversation import check_not_mixed, exchange_inputs, no_exchange
 
         check_not_mixed(self, inputs)
         rows = exchange_inputs(conversation, self.turn_inputs, last_turn=self.eval_last_turn)

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.parsing import Scale
+from touchstone.evaluators.judge.reply import Scale
 from touchstone.evaluators.prompting import PromptTemplate, load_prompt, prompts_dir
 
 HARM_CATEGORIES = ("violence", "sexual", "self_harm", "hate_unfairness")

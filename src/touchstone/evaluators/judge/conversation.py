@@ -39,17 +39,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from touchstone.data.kinds import context_documents
 from touchstone.errors import InputValidationError, Problem, RunAbortedError
-from touchstone.evaluators.base import Evaluator, Outputs
+from touchstone.evaluators.base import MetricInfo, Outputs
 from touchstone.scores import ErrorKind, Outcome, Score
-
-if TYPE_CHECKING:
-    # judging imports this module to score conversations; the evaluator type is named here only
-    # for the checker, so there is no import cycle at run time.
-    from touchstone.evaluators.judging import JudgeEvaluator
 
 CONVERSATION_MODES = ("sdk", "history")
 """``conversation_mode`` values: the SDK's pairs scored as single rows, or touchstone's turns with history."""
@@ -133,6 +128,50 @@ class Turn:
         return "\n\n".join(parts)
 
 
+
+class ExchangeMetric(Protocol):
+    """What this module reads of any metric whose exchanges it scores or renders: its names, inputs,
+    threshold, and how it renders an outcome or a failure (an :class:`Evaluator` is one)."""
+
+    @property
+    def metric(self) -> str: ...
+
+    @property
+    def info(self) -> MetricInfo: ...
+
+    @property
+    def error_key(self) -> str: ...
+
+    @property
+    def threshold(self) -> float | None: ...
+
+    def required_modes(self) -> tuple[tuple[str, ...], ...]: ...
+
+    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outputs: ...
+
+    def as_outcome(self, value: Any) -> Outcome: ...
+
+
+class TurnScorer(ExchangeMetric, Protocol):
+    """What scoring a conversation needs of a metric, beyond :class:`ExchangeMetric`: how to judge
+    one exchange as a single row (``_single``) or one turn with its history (``_turn``), and how the
+    per-turn scores combine. A judge metric is one; this module never imports the judge metric
+    (which imports this module to score conversations)."""
+
+    @property
+    def conversation_aggregation(self) -> str: ...
+
+    @property
+    def conversation_mode(self) -> str: ...
+
+    @property
+    def eval_last_turn(self) -> bool: ...
+
+    async def _single(self, **inputs: Any) -> Outputs: ...
+
+    async def _turn(self, turn: Turn) -> Outputs: ...
+
+
 def _documents(value: Any, default_prefix: str) -> list[dict[str, Any]]:
     docs = context_documents(value)
     if isinstance(value, str):
@@ -186,7 +225,7 @@ def iter_turns(conversation: Mapping[str, Any]) -> Iterator[Turn]:
             pending = []
 
 
-def turn_input_names(evaluator: Evaluator) -> frozenset[str]:
+def turn_input_names(evaluator: ExchangeMetric) -> frozenset[str]:
     """The single-row inputs a metric reads (every input of its modes other than ``conversation``,
     among :data:`TURN_INPUTS`): what each exchange of a conversation gives it in ``"sdk"`` mode."""
     names: set[str] = set()
@@ -334,7 +373,7 @@ def combine_outputs(outs: Sequence[Mapping[str, Any]], how: str = "mean") -> dic
     return combined
 
 
-def check_not_mixed(evaluator: Evaluator, others: Mapping[str, Any]) -> None:
+def check_not_mixed(evaluator: ExchangeMetric, others: Mapping[str, Any]) -> None:
     """The SDK's rule: a conversation and single-row inputs are not given together."""
     given = sorted(k for k, v in others.items() if k != "conversation" and v)
     if given:
@@ -345,7 +384,7 @@ def check_not_mixed(evaluator: Evaluator, others: Mapping[str, Any]) -> None:
 
 
 async def score_conversation(
-    evaluator: JudgeEvaluator, conversation: Mapping[str, Any], others: Mapping[str, Any] | None = None
+    evaluator: TurnScorer, conversation: Mapping[str, Any], others: Mapping[str, Any] | None = None
 ) -> Outputs:
     """Judge every exchange of ``conversation`` (concurrently) as ``evaluator.conversation_mode`` says
     and combine the outputs as the SDK does (see the module's description)."""
@@ -367,7 +406,7 @@ async def score_conversation(
     return combine_turns(evaluator, outs)
 
 
-def no_exchange(evaluator: Evaluator) -> Outcome:
+def no_exchange(evaluator: ExchangeMetric) -> Outcome:
     """A conversation without a user/assistant exchange: the SDK returns an empty dict; the Score
     says there was nothing to judge (no value, not a failure)."""
     info = evaluator.info
@@ -377,7 +416,7 @@ def no_exchange(evaluator: Evaluator) -> Outcome:
 
 
 async def gather_outputs(
-    evaluator: Evaluator, coros: Sequence[Any], *, trim_samples: bool = False
+    evaluator: ExchangeMetric, coros: Sequence[Any], *, trim_samples: bool = False
 ) -> list[Outputs]:
     """Run judgements concurrently, at most :data:`TURNS_IN_FLIGHT` at a time (a coroutine renders
     its prompt only once started); each one's failure (other than an aborted run) becomes a failure
@@ -448,7 +487,7 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def combine_turns(evaluator: JudgeEvaluator, outs: Sequence[Outputs]) -> Outputs:
+def combine_turns(evaluator: TurnScorer, outs: Sequence[Outputs]) -> Outputs:
     """The conversation's Outcome from its turns' outputs: the SDK's keys (see :func:`combine_outputs`),
     touchstone's ``m_turns_min`` / ``m_all_turns_passed``, and Scores that agree with them."""
     info = evaluator.info
@@ -504,7 +543,9 @@ def combine_turns(evaluator: JudgeEvaluator, outs: Sequence[Outputs]) -> Outputs
 __all__ = [
     "CONVERSATION_MODES",
     "MESSAGE_ROLES",
+    "ExchangeMetric",
     "Turn",
+    "TurnScorer",
     "bare_messages_problem",
     "combine_outputs",
     "combine_turns",
