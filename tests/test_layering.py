@@ -417,6 +417,38 @@ def layer_violations() -> list[str]:
     return sorted(set(found))
 
 
+# The floors of DESIGN.md, lowest first: no module imports one on a floor above its own (imports
+# anywhere in the module count, lazy and type-only ones too).
+FLOORS: list[tuple[str, ...]] = [
+    ("touchstone.data",),
+    ("touchstone.evaluators",),
+    ("touchstone.engine",),
+    ("touchstone.compare", "touchstone.people", "touchstone.monitor"),
+    ("touchstone.ui",),
+    ("touchstone.cli",),
+]
+
+
+def floor_violations() -> list[str]:
+    found: list[str] = []
+    for name, module in MODULES.items():
+        level = next((k for k, floor in enumerate(FLOORS) if any(_inside(name, p) for p in floor)), None)
+        if level is None:
+            continue
+        above = [package for floor in FLOORS[level + 1 :] for package in floor]
+        for target, line in _all_imports(module, _parse(module)):
+            if any(_inside(target, package) for package in above):
+                where = module.path.relative_to(PACKAGE_DIR.parent)
+                found.append(f"{where}:{line}: {name} imports {target}")
+    return sorted(set(found))
+
+
+def test_lower_floors_never_import_higher_ones() -> None:
+    assert all(package in MODULES for floor in FLOORS for package in floor)
+    violations = floor_violations()
+    assert violations == [], "imports of a higher floor:\n  " + "\n  ".join(violations)
+
+
 def test_layers_are_respected() -> None:
     violations = layer_violations()
     assert violations == [], "layering violations:\n  " + "\n  ".join(violations)
