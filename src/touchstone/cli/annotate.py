@@ -196,11 +196,16 @@ def export_command(
     """Write a task's answers as CSV or JSONL: task, item, run_id, idx, row, annotator, dimension, value
     (what `touchstone calibrate --human` reads); pairwise also model_a, model_b, winner (what
     `touchstone rank` reads)."""
+    from touchstone.outputs import check_output_file
     from touchstone.people import annotations as an
 
     suffix = output.suffix.lower()
     if suffix not in (".csv", ".jsonl"):
         raise fail_input(f"--output must end in .csv or .jsonl, got {output.name!r}")
+    try:
+        check_output_file(output, "--output")
+    except InputValidationError as exc:
+        raise fail_input(str(exc)) from None
     run_store = open_run_store(store)
     try:
         rows = an.export_rows(run_store, task)

@@ -224,19 +224,13 @@ def _exit_status(
     return EXIT_GATE if below else code
 
 
-def _check_out_dir(out_dir: Path | None) -> None:
-    """``--out`` must be a folder (made when missing), not a file, nor under one."""
-    if out_dir is None:
-        return
-    for place in (out_dir, *out_dir.parents):
-        if place.exists() and not place.is_dir():
-            what = "is a file" if place == out_dir else f"is under {place}, which is a file"
-            raise InputValidationError(
-                f"--out {out_dir} {what}; expected a folder for rows.jsonl and summary.json "
-                "(made when missing)"
-            )
-        if place.exists():
-            return
+def _check_out_dir(out_dir: Path | None, data: Path) -> None:
+    """``--out`` must be a folder (made when missing), not a file, nor under one, and none of the
+    files the run writes there may be the input."""
+    if out_dir is not None:
+        from touchstone.outputs import check_output_folder
+
+        check_output_folder(out_dir, "--out", inputs=[data])
 
 
 def _interrupted(exc: KeyboardInterrupt, data: Path, store: str | None) -> typer.Exit:
@@ -417,7 +411,7 @@ def eval_command(
         minimum_values = parse_floats(minimums, "--min")
         check_text(str(data), "DATA")
         check_text(name, "--name")
-        _check_out_dir(out_dir)
+        _check_out_dir(out_dir, data)
         check_finite(threshold_values, "--threshold")
         check_finite(minimum_values, "--min")
         _check_numbers(workers, concurrency, timeout, max_retries, defect_level)

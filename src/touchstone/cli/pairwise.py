@@ -38,6 +38,9 @@ def pairwise_command(
     from touchstone.people.votes import write_votes
 
     try:
+        from touchstone.outputs import check_output_file
+
+        check_output_file(output, "--output", inputs=[pairs])
         records = load_records(pairs)
         check_pairs(records)
         config = attacker_config(judge_model, judge_base_url, None, None)

@@ -129,6 +129,10 @@ def redteam_command(
     from touchstone.simulator.redteam import RedTeam
 
     try:
+        from touchstone.outputs import check_output_file
+
+        if out_path is not None:
+            check_output_file(out_path, "--out")
         if parallel < 1:
             raise ConfigurationError(f"--parallel must be at least 1, got {parallel}")
         config = attacker_config(judge_model, judge_base_url, azure_endpoint, azure_deployment)

@@ -131,6 +131,11 @@ def simulate_command(
     from touchstone.simulator.scenarios import parse_scenario
 
     try:
+        from touchstone.outputs import check_output_file
+
+        check_output_file(out_path, "--out")
+        if jailbreak:
+            check_output_file(_jailbreak_path(out_path), "--out")
         indirect = scenario.strip().lower() in INDIRECT
         chosen = scenario if indirect else parse_scenario(scenario)
         if jailbreak and indirect:
