@@ -25,9 +25,9 @@ def _same(a: Path, b: Path) -> bool:
     try:
         if a.exists() and b.exists():
             return os.path.samefile(a, b)
-    except OSError:
-        pass
-    return a.expanduser().resolve(strict=False) == b.expanduser().resolve(strict=False)
+        return a.expanduser().resolve(strict=False) == b.expanduser().resolve(strict=False)
+    except (OSError, RuntimeError):  # a link loop or an unreadable folder: compare the names as given
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def _input_paths(inputs: Iterable[PathLike | None]) -> list[Path]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from touchstone.cli.option_rules import apply_rules
+
 _INPUT = "Input"
 _METRICS = "Metrics"
 _JUDGE = "Judge model"
@@ -105,12 +107,13 @@ def reflow(text: str | None) -> str | None:
 
 
 def tidy_command(command: Any) -> Any:
-    """``command`` (and a group's sub-commands) with :func:`tidy_params` applied to its parameters
-    whenever they are read, and its help reflowed."""
+    """``command`` (and a group's sub-commands) with the option rules
+    (:func:`~touchstone.cli.option_rules.apply_rules`) and :func:`tidy_params` applied to its
+    parameters whenever they are read, and its help reflowed."""
     original = command.get_params
 
     def get_params(ctx: Any) -> list[Any]:
-        return tidy_params(original(ctx))
+        return tidy_params(apply_rules(original(ctx)))
 
     command.get_params = get_params
     command.help = reflow(command.help)
