@@ -20,11 +20,11 @@ from touchstone.store.base import RunInfo
 from touchstone.store.dashboard_filters import (
     RowFilter,
     RunSelection,
-    feedback_condition,
     floor_expression,
     row_condition,
     run_condition,
 )
+from touchstone.store.people import row_filter_sql
 
 if TYPE_CHECKING:
     from touchstone.store.sql import SqlStore
@@ -234,7 +234,7 @@ class DashboardReads(Protocol):
     def rows_with_feedback(self, run_id: str, having: str = "",
                            rating_at_most: float | None = None) -> set[int]:
         """The rows of a run whose interaction got user feedback ``having`` (see
-        :data:`~touchstone.store.dashboard_filters.ROW_FEEDBACK_FILTERS`) and/or a mean rating at
+        :data:`~touchstone.store.people.ROW_FILTERS`) and/or a mean rating at
         most ``rating_at_most``. Raises :class:`~touchstone.errors.InputValidationError` for an
         unknown ``having``."""
         ...
@@ -402,7 +402,7 @@ class SqlDashboardReads:
     # feedback
     def rows_with_feedback(self, run_id: str, having: str = "",
                            rating_at_most: float | None = None) -> set[int]:
-        clause, params = feedback_condition(self._dialect, having, rating_at_most, "r")
+        clause, params = row_filter_sql(self._dialect, having, rating_at_most, "r")
         found = self._sql._query(
             "SELECT r.idx FROM rows r WHERE r.run_id = ?" + (f" AND {clause}" if clause else ""),
             [run_id, *params])

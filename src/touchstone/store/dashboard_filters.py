@@ -10,11 +10,10 @@ backends differ (JSON functions, the floor of a number) the dialect's name (``sq
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from touchstone.errors import InputValidationError
+from touchstone.store.people import json_data_sql, row_filter_sql
 
 ESCAPE = "\\"
 LIKE_ESCAPE = f" ESCAPE '{ESCAPE}'"
@@ -80,7 +79,7 @@ class RowFilter:
     metric, else to any evaluator of the row; ``column``/``value``: an input column whose value
     contains the text; ``sort``: ``idx`` (default), ``value`` or ``-value`` (the metric's value,
     missing values last); ``feedback``: rows whose interaction got user feedback of that sort (one
-    of :data:`ROW_FEEDBACK_FILTERS`: ``any``, ``none``, ``failure`` or a kind such as
+    of :data:`touchstone.store.people.ROW_FILTERS`: ``any``, ``none``, ``failure`` or a kind such as
     ``thumbs_down``); ``rating_max``: rows whose users' mean rating is at most that."""
 
     q: str = ""
@@ -145,7 +144,7 @@ def row_condition(
         where.append(clause)
         args += extra
     if f.feedback or f.rating_max is not None:
-        clause, extra = feedback_condition(dialect, f.feedback, f.rating_max)
+        clause, extra = row_filter_sql(dialect, f.feedback, f.rating_max, "r")
         where.append(clause)
         args += extra
     return " AND ".join(where), args
@@ -155,7 +154,7 @@ def column_condition(dialect: str, column: str, value: str) -> tuple[str, list[A
     """The rows whose input ``column`` contains ``value`` (case-insensitive), per backend: the JSON
     functions differ between SQLite and PostgreSQL."""
     pattern = like_pattern(value.lower())
-    data = json_data(dialect, "r")  # NaN and infinities as null: valid JSON for both
+    data = json_data_sql(dialect, "r")  # NaN and infinities as null: valid JSON for both
     if dialect == "postgresql":
         return f"LOWER(CAST({data} AS jsonb) ->> ?) LIKE ?" + LIKE_ESCAPE, [column, pattern]
     # json_each: any key, quotes and dots included, passed as a parameter, never spliced into a path
@@ -167,98 +166,3 @@ def floor_expression(dialect: str, expression: str) -> str:
     """The floor of a non-negative ``expression`` as an integer: SQLite's ``CAST`` truncates (so
     floors it); PostgreSQL's rounds, so there it is ``FLOOR``."""
     return f"FLOOR({expression})" if dialect == "postgresql" else f"CAST({expression} AS INTEGER)"
-
-
-# -------------------------------------------------------------------------------------- feedback
-FAILURE_KINDS = ("abandonment", "error_report", "escalation", "thumbs_down")
-"""The feedback kinds that report a failure on their own (a low rating or an incomplete task does
-too); the rule of :attr:`touchstone.people.feedback.FeedbackEvent.failure`."""
-ROW_FEEDBACK_FILTERS = ("any", "none", "failure", "thumbs_up", "thumbs_down", "rating", "escalation",
-                    "error_report", "session_length", "return_visit", "task_completion", "abandonment")
-"""What rows can be filtered by: any feedback, none, a reported failure, or an event of a kind (the
-same list as :data:`touchstone.people.feedback.ROW_FILTERS`)."""
-ID_COLUMNS = ("interaction_id", "id")
-"""The inputs that name a row's interaction (the first that is set), as
-:func:`touchstone.people.feedback.interaction_id_of` reads them."""
-
-_NOT_JSON = ("NaN", "Infinity", "-Infinity")
-_FAILURE = ("(f.kind IN (" + ", ".join(f"'{k}'" for k in FAILURE_KINDS) + ") OR "
-            "(f.kind = 'rating' AND f.value <= 2) OR (f.kind = 'task_completion' AND f.value = 0))")
-
-
-def json_data(dialect: str, alias: str = "r") -> str:
-    """The JSON text of row ``alias``'s inputs as the database's JSON functions accept it: the store
-    writes ``NaN`` and infinities as Python does, which neither SQLite's JSON functions nor
-    PostgreSQL's ``jsonb`` read, so they become ``null`` (where the encoder puts values: after
-    ``": "``, ``"["`` or ``", "``). On SQLite anything else it cannot read is ``{}``."""
-    text = f"{alias}.data"
-    fixed = text
-    for token in _NOT_JSON:
-        for before in (": ", "[", ", "):
-            fixed = f"REPLACE({fixed}, '{before}{token}', '{before}null')"
-    if dialect == "postgresql":
-        return (f"CASE WHEN POSITION('NaN' IN {text}) > 0 OR POSITION('Infinity' IN {text}) > 0 "
-                f"THEN {fixed} ELSE {text} END")
-    return f"CASE WHEN json_valid({text}) THEN {text} WHEN json_valid({fixed}) THEN {fixed} ELSE '{{}}' END"
-
-
-def _sqlite_id(column: str) -> str:
-    path = f"'$.{column}'"
-    value = f"json_extract(d.j, {path})"
-    return (f"CASE WHEN json_type(d.j, {path}) IN ('text', 'integer') AND {value} <> '' "
-            f"THEN CAST({value} AS TEXT) END")
-
-
-def _postgres_id(column: str) -> str:
-    # a whole number only, as Python reads it (42 is an id, 42.0 is not)
-    return (f"CASE WHEN jsonb_typeof(d.j -> '{column}') = 'string' AND d.j ->> '{column}' <> '' "
-            f"THEN d.j ->> '{column}' WHEN jsonb_typeof(d.j -> '{column}') = 'number' AND "
-            f"(d.j ->> '{column}') ~ '^-?[0-9]+$' THEN d.j ->> '{column}' END")
-
-
-def interaction_id(dialect: str, alias: str = "r") -> str:
-    """The interaction id of row ``alias``: its ``interaction_id`` or ``id`` input when a non-empty
-    string or a whole number, else ``<run id>:<row index>``, so a query joins a run's rows to their
-    feedback without reading them."""
-    fallback = f"{alias}.run_id || ':' || CAST({alias}.idx AS TEXT)"
-    data = json_data(dialect, alias)
-    if dialect == "postgresql":
-        # the row's JSON decoded once per row (OFFSET 0 keeps the planner from inlining it per use)
-        found = ", ".join(_postgres_id(c) for c in ID_COLUMNS)
-        decoded = f"(SELECT CAST({data} AS jsonb) AS j OFFSET 0) d"
-        return f"COALESCE((SELECT COALESCE({found}) FROM {decoded}), {fallback})"
-    found = ", ".join(_sqlite_id(c) for c in ID_COLUMNS)
-    return f"COALESCE((SELECT COALESCE({found}) FROM (SELECT {data} AS j) d), {fallback})"
-
-
-def feedback_condition(
-    dialect: str, having: str = "", rating_at_most: float | None = None, alias: str = "r"
-) -> tuple[str, list[Any]]:
-    """The condition keeping the rows ``alias`` whose interaction has feedback ``having`` (one of
-    :data:`ROW_FEEDBACK_FILTERS`; empty: no condition) and, with ``rating_at_most``, a mean rating at
-    most that; ``("", [])`` when neither is asked. One index lookup in ``feedback`` per row (its
-    ``interaction_id`` index), so it scales with the run. Raises
-    :class:`~touchstone.errors.InputValidationError` for an unknown ``having``."""
-    if having and having not in ROW_FEEDBACK_FILTERS:
-        known = ", ".join(ROW_FEEDBACK_FILTERS)
-        raise InputValidationError(f"feedback must be one of {known}, got {having!r}")
-    if rating_at_most is not None and not math.isfinite(rating_at_most):
-        raise InputValidationError(f"rating_at_most must be a finite number, got {rating_at_most!r}")
-    key = interaction_id(dialect, alias)
-    clauses: list[str] = []
-    params: list[Any] = []
-    events = f"SELECT 1 FROM feedback f WHERE f.interaction_id = {key}"
-    if having == "any":
-        clauses.append(f"EXISTS ({events})")
-    elif having == "none":
-        clauses.append(f"NOT EXISTS ({events})")
-    elif having == "failure":
-        clauses.append(f"EXISTS ({events} AND {_FAILURE})")
-    elif having:
-        clauses.append(f"EXISTS ({events} AND f.kind = ?)")
-        params.append(having)
-    if rating_at_most is not None:
-        clauses.append(f"(SELECT AVG(f.value) FROM feedback f WHERE f.interaction_id = {key} "
-                       "AND f.kind = 'rating') <= ?")
-        params.append(float(rating_at_most))
-    return " AND ".join(clauses), params
