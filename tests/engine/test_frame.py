@@ -1,4 +1,4 @@
-"""engine/frame.py: rows and metrics as the compatible SDK's pandas frame makes them. The expected
+"""engine/sdk_frame: rows and metrics as the compatible SDK's pandas frame makes them. The expected
 values are what pandas 2.x gives for ``pd.DataFrame(records)`` / ``to_dict("records")`` and the
 SDK's ``_aggregate_metrics`` (checked against azure-ai-evaluation 1.18.10 by the compat snippets)."""
 
@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from touchstone import evaluate
-from touchstone.engine.frame import Columns, coerce, sdk_metrics, sdk_rows
 from touchstone.engine.result import RESULTS_FILE
+from touchstone.engine.sdk_frame.columns import Columns, sdk_rows
+from touchstone.engine.sdk_frame.metrics import sdk_metrics
+from touchstone.engine.sdk_frame.values import coerce
 from touchstone.evaluators.custom import CallableEvaluator, as_sdk_evaluator
 
 

@@ -1,4 +1,4 @@
-"""engine/frame.py's one-pass paths (rows built in one transpose, one transpose per column set when
+"""engine/sdk_frame's one-pass paths (rows built in one transpose, one transpose per column set when
 every row has the same keys, numeric means by numpy) against the plain definitions they replace, on
 random frames: the same values of the same types, the same keys in the same order."""
 
@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from touchstone.engine import frame as fr
-from touchstone.engine.frame import Columns, sdk_rows
+from touchstone.engine.sdk_frame import columns as fc
+from touchstone.engine.sdk_frame import metrics as fm
+from touchstone.engine.sdk_frame import values as fv
+from touchstone.engine.sdk_frame.columns import Columns, sdk_rows
 
 
 def _reference_rows(
@@ -31,7 +33,7 @@ def _reference_rows(
         frame.append(("inputs.", line))
         frame.append(("outputs.", _reference_columns([o if e is None else None for o, e in targets])))
     if not ({"conversation", "messages"} & set(data.values)):
-        frame.extend([(head, fr._leaf_columns(cols)) for head, cols in frame])
+        frame.extend([(head, fc._leaf_columns(cols)) for head, cols in frame])
     rows: list[dict[str, Any]] = [{} for _ in range(n)]
     for head, cols in frame:
         for i, row in enumerate(rows):
@@ -58,21 +60,21 @@ def _reference_columns(rows: Sequence[Mapping[str, Any] | None], *, spread: bool
     """Columns.of by looking every key up in every row (the definition)."""
     cols = Columns(len(rows))
     later = []
-    for key in fr.keys_in_order(rows):
-        column = [fr._MISSING if r is None else r.get(key, fr._MISSING) for r in rows]
-        if spread and fr.PER_TURN in key and fr._first_present_is_dict(column):
+    for key in fv.keys_in_order(rows):
+        column = [fv.MISSING if r is None else r.get(key, fv.MISSING) for r in rows]
+        if spread and fv.PER_TURN in key and fc._first_present_is_dict(column):
             later.append((key, column))
         else:
-            cols.values[key], cols.kinds[key] = fr.coerce(column)
+            cols.values[key], cols.kinds[key] = fv.coerce(column)
     for key, column in later:
         flat = []
         for value in column:
             parts: dict[str, Any] = {}
             if isinstance(value, Mapping):
-                fr._flatten_dict(value, key, parts)
+                fv.flatten_dict(value, key, parts)
             flat.append(parts)
-        for sub in fr.keys_in_order(flat):
-            cols.values[sub], cols.kinds[sub] = fr.coerce([p.get(sub, fr._MISSING) for p in flat])
+        for sub in fv.keys_in_order(flat):
+            cols.values[sub], cols.kinds[sub] = fv.coerce([p.get(sub, fv.MISSING) for p in flat])
     return cols
 
 
@@ -166,16 +168,16 @@ def test_numeric_means_and_pass_shares_equal_their_definitions(seed: int) -> Non
     cols = Columns.of(rows)
     column, kind = cols.values["m_score"], cols.kinds["m_score"]
     if kind != "object":
-        numbers = [float(v) for v in column if not fr._is_null(v)]
+        numbers = [float(v) for v in column if not fv.is_null(v)]
         want = sum(numbers) / len(numbers) if numbers else None
-        got = fr._nan_mean(column, kind)
+        got = fm._nan_mean(column, kind)
         assert (got is None) == (want is None)
         assert got is None or want is None or math.isclose(got, want, rel_tol=1e-12, abs_tol=1e-300)
-        assert got == fr._nan_mean(column)  # the same numbers summed the same way
+        assert got == fm._nan_mean(column)  # the same numbers summed the same way
     passes = sum(1 for row in rows if row["m_result"] == "pass")
-    assert fr._binary_aggregates("m", cols) == {"m.binary_aggregate": round(passes / len(rows), 2)}
+    assert fm._binary_aggregates("m", cols) == {"m.binary_aggregate": round(passes / len(rows), 2)}
 
 
 def test_a_result_column_holding_lists_gives_no_pass_share() -> None:
     cols = Columns.of([{"m_result": ["pass"]}, {"m_result": "pass"}])
-    assert fr._binary_aggregates("m", cols) == {}
+    assert fm._binary_aggregates("m", cols) == {}

@@ -16,8 +16,10 @@ from touchstone import BleuScoreEvaluator, ExactMatchEvaluator, F1ScoreEvaluator
 from touchstone.data import streaming
 from touchstone.data.loaders import load_records
 from touchstone.engine import runner
-from touchstone.engine.frame import sdk_input, sdk_metrics, sdk_rows
 from touchstone.engine.result import own_aggregators
+from touchstone.engine.sdk_frame.columns import sdk_rows
+from touchstone.engine.sdk_frame.metrics import sdk_metrics
+from touchstone.engine.sdk_frame.values import sdk_input
 from touchstone.engine.stored_rows import StoredRows
 from touchstone.errors import InputValidationError
 from touchstone.evaluators.base import EvaluatorLike

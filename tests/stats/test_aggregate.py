@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from touchstone.engine.frame import Columns, evaluator_columns, sdk_metrics
+from touchstone.engine.sdk_frame.columns import Columns, evaluator_columns
+from touchstone.engine.sdk_frame.metrics import sdk_metrics
 from touchstone.evaluators.base import FunctionEvaluator, MetricInfo
 from touchstone.scores import ErrorInfo, Outcome, Score
 from touchstone.stats.aggregate import bootstrap_ci, is_failed, summarize

@@ -13,7 +13,7 @@ only at the end: :meth:`RowsFile.finish` appends the remaining rows, the SDK fil
 
 The SDK's frame renders every row with what all rows hold (columns by first appearance, ints with a
 gap as floats): rows written during the run are rendered with the schema of the rows written so far
-(:class:`_PrefixSchema`, gathered as :class:`~touchstone.engine.accumulate.RunAccumulator` gathers
+(:class:`_SchemaSoFar`, gathered as :class:`~touchstone.engine.accumulate.RunAccumulator` gathers
 it). When the finished run's schema differs from one used on the way (a later row failed, or
 brought a new column), or a small run's rows (rendered from its Outcomes in memory) differ from
 what was written, the files are written again whole from the result: the finished files are always
@@ -35,9 +35,9 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from touchstone._text import json_dumps
-from touchstone.engine import frame as fr
-from touchstone.engine.accumulate import FrameSchema, GroupSpec, _Group, _group_spec
 from touchstone.engine.result import _UMASK, RESULTS_FILE, EvaluationResult, _atomic, output_files
+from touchstone.engine.sdk_frame.gather import FrameGatherer, FrameSchema, GroupSpec
+from touchstone.engine.sdk_frame.values import sdk_input
 from touchstone.engine.stored_rows import PAGE_ROWS, StoredRows
 from touchstone.errors import OutputWriteError, RunAbortedError, describe_os_error
 from touchstone.store import Store
@@ -54,25 +54,22 @@ _Raw = tuple[int, Mapping[str, Any], str, "Mapping[str, Any] | None", "str | Non
 """One stored row as StoredRows reads it: index, data, source, target, target error, the page's outputs."""
 
 
-class _PrefixSchema:
-    """The rows' schema over the first rows of the run (fed in order): the columns and their types as
-    :class:`~touchstone.engine.accumulate.RunAccumulator` gathers them, without the metrics' values."""
+class _SchemaSoFar:
+    """The rows' schema over the first rows of the run (fed in order): the columns and their types
+    as :class:`~touchstone.engine.accumulate.RunAccumulator` gathers them (the same
+    :class:`~touchstone.engine.sdk_frame.gather.FrameGatherer`), without the metrics' values."""
 
     def __init__(self, n_rows: int, names: Sequence[str]) -> None:
-        self.inputs = _Group(n_rows, metrics=False, spread=False, leaves=True)
-        self.targets = _Group(n_rows, metrics=False, spread=False, leaves=True)
-        self.outputs = {name: _Group(n_rows, metrics=False, spread=True, leaves=False) for name in names}
+        self.frame = FrameGatherer(n_rows, list(names), metrics=False)
         self.with_target = False
         self.count = 0
 
     def add(self, raw: _Raw) -> None:
         i, data, source, target, target_error, outputs = raw
-        self.inputs.add(i, fr.sdk_input(data, source))
+        self.frame.add_row(i, sdk_input(data, source), target, target_error)
         if target is not None or target_error is not None:
             self.with_target = True
-        if target_error is None and target is not None:
-            self.targets.add(i, target)
-        for name, group in self.outputs.items():
+        for name, group in self.frame.outputs.items():
             out, failed = outputs.get((i, name), (None, True))
             if out is not None and not failed:  # a failed result adds no column (NaN, as missing)
                 group.add(i, out)
@@ -80,15 +77,10 @@ class _PrefixSchema:
 
     def schema(self) -> FrameSchema:
         """The schema of the rows fed so far, as if they were the whole run."""
-        n = self.count
-        for group in (self.inputs, self.targets, *self.outputs.values()):
+        frame = self.frame
+        for group in (frame.inputs, frame.targets, *frame.outputs.values()):
             group.finish()
-        leaves = not ({"conversation", "messages"} & set(self.inputs.cols))
-        return FrameSchema(
-            _group_spec(self.inputs, n, leaves=leaves),
-            _group_spec(self.targets, n, leaves=leaves) if self.with_target else None,
-            {name: _group_spec(group, n, leaves=False) for name, group in self.outputs.items()},
-        )
+        return frame.schema(self.count, with_target=self.with_target)
 
 
 class _Pages(StoredRows):
@@ -175,7 +167,7 @@ class RowsFile:
         self._names = list(runner.evs)
         self._verify = bool(runner.keep)  # its rows come from Outcomes in memory: compared at the end
         self._pages = _Pages(store, self._run_id, self.n, self._names, runner.source.records)
-        self._prefix = _PrefixSchema(self.n, self._names)
+        self._prefix = _SchemaSoFar(self.n, self._names)
         self._runner = runner
         self._masks: dict[str, np.ndarray] | None = None  # made on the first tick (runner.stored is known)
         self._inputs = np.zeros(self.n, dtype=bool)

@@ -2,8 +2,8 @@
 
 :class:`StoredRows` is a read-only sequence: ``len``, indexing, slices (lists), iteration (one page
 of :data:`PAGE_ROWS` rows at a time) and ``==`` with a list behave as on the list of rows a small
-run returns, and each row is rendered exactly as :func:`~touchstone.engine.frame.sdk_rows` renders
-it, with the :class:`~touchstone.engine.accumulate.FrameSchema` gathered over the whole run.
+run returns, and each row is rendered exactly as :func:`~touchstone.engine.sdk_frame.columns.sdk_rows`
+renders it, with the :class:`~touchstone.engine.sdk_frame.gather.FrameSchema` gathered over the whole run.
 The evaluators' outputs come from the store; the input rows from the records when the run holds
 them, else from the store's copy of each row.
 """
@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
 from touchstone.data.loaders import Record
-from touchstone.engine import frame as fr
-from touchstone.engine.accumulate import FrameSchema, render
+from touchstone.engine.sdk_frame.gather import FrameSchema
+from touchstone.engine.sdk_frame.render import render_outputs, render_row
+from touchstone.engine.sdk_frame.values import sdk_input
 from touchstone.store import Store
 
 PAGE_ROWS = 2000
@@ -106,69 +107,10 @@ class StoredRows(Sequence[dict[str, Any]]):
         target_error: str | None, outputs: Mapping[tuple[int, str], Outputs],
     ) -> dict[str, Any]:
         schema = self._schema
-        row = render_row(schema, i, fr.sdk_input(data, source), target, target_error)
+        row = render_row(schema, i, sdk_input(data, source), target, target_error)
         for name in schema.evaluators:
             out, failed = outputs.get((i, name), (None, True))
             if out is None and self._unscored is not None:
                 out = self._unscored(name, i)
             render_outputs(schema, name, row, out, failed)
         return row
-
-
-def render_row(
-    schema: FrameSchema, i: int, data: Mapping[str, Any], target: Mapping[str, Any] | None,
-    target_error: str | None,
-) -> dict[str, Any]:
-    """The inputs (and target) part of row ``i`` as :func:`~touchstone.engine.frame.sdk_rows` makes it."""
-    missing = fr._MISSING
-    row: dict[str, Any] = {}
-    for col in schema.inputs.columns:
-        row["inputs." + col.key] = render(data.get(col.key, missing), col.mode)
-    targets = schema.targets
-    got = target if target_error is None else None
-    if targets is not None:
-        row["inputs.line_number"] = i
-        for col in targets.columns:
-            value = missing if got is None else got.get(col.key, missing)
-            row["outputs." + col.key] = render(value, col.mode)
-    for col in schema.inputs.leaves:
-        row["inputs." + col.key] = render(_leaf(data.get(col.column, missing), col.key, col.column), col.mode)
-    if targets is not None:
-        for col in targets.leaves:
-            value = missing if got is None else got.get(col.column, missing)
-            row["outputs." + col.key] = render(_leaf(value, col.key, col.column), col.mode)
-        if target_error is not None:
-            row["outputs.target_error"] = target_error
-    return row
-
-
-def render_outputs(
-    schema: FrameSchema, name: str, row: dict[str, Any], out: Mapping[str, Any] | None, failed: bool
-) -> None:
-    """Add evaluator ``name``'s columns to ``row`` (``out``: its outputs on the row, or None)."""
-    spec = schema.evaluators[name]
-    head = f"outputs.{name}."
-    missing = fr._MISSING
-    src = None if failed else out
-    parts: dict[str, Any] = {}
-    if src is not None:
-        for key in spec.spread:
-            value = src.get(key)
-            if isinstance(value, Mapping):
-                fr._flatten_dict(value, key, parts)
-    for col in spec.columns:
-        if src is None:
-            value = missing
-        elif col.part:
-            value = parts.get(col.key, missing)
-        else:
-            value = src.get(col.key, missing)
-        row[head + col.key] = render(value, col.mode)
-    if failed and out is not None:  # touchstone's account of the failure, beside the NaNs
-        row.update((head + k, v) for k, v in out.items() if k not in spec.names)
-
-
-def _leaf(value: Any, path: str, column: str) -> Any:
-    if not isinstance(value, Mapping):
-        return None
-    return fr._leaf(value, path[len(column) + 1 :].split("."))

@@ -5,7 +5,7 @@ with the direction of the score).
 The summary never reads key names: it reads the Scores of each row's
 :class:`~touchstone.scores.Outcome` and the metric's :class:`~touchstone.evaluators.base.MetricInfo`.
 (The compatible SDK's ``metrics`` dict is made from the SDK's frame of the rows:
-:func:`touchstone.engine.frame.sdk_metrics`.) No model calls: everything here is recomputable from
+:func:`touchstone.engine.sdk_frame.metrics.sdk_metrics`.) No model calls: everything here is recomputable from
 stored scores."""
 
 from __future__ import annotations

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from touchstone._gc import collector_paused
-from touchstone.engine.frame import Columns, sdk_input, sdk_metrics, sdk_rows
 from touchstone.engine.result import EvaluationResult, own_aggregators
 from touchstone.engine.run.corpus import corpus_figures
 from touchstone.engine.run.resume import STORE_PAGE, stored_page
+from touchstone.engine.sdk_frame.columns import Columns, sdk_rows
+from touchstone.engine.sdk_frame.metrics import sdk_metrics
+from touchstone.engine.sdk_frame.values import sdk_input
 from touchstone.engine.stored_rows import StoredRows
 from touchstone.scores import CompactOutcome, Outcome
 from touchstone.store.base import score_lines
@@ -103,7 +105,7 @@ def _feed_stored(run: RunSession) -> None:
 def _rows_in_memory(
     run: RunSession, failures: Mapping[str, Outcome]
 ) -> tuple[list[dict[str, Any]], dict[str, Columns]]:
-    """The rows of a small run as the SDK's frame makes them (engine/frame.py), and each
+    """The rows of a small run as the SDK's frame makes them (:mod:`touchstone.engine.sdk_frame`), and each
     evaluator's columns."""
     records = run.source.records
     if records is None:
