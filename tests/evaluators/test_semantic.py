@@ -153,7 +153,7 @@ def test_missing_dependency_is_one_line_with_the_install_command(monkeypatch: py
     message = str(info.value)
     assert (
         "\n" not in message
-        and "pip install 'touchstone[local]'" in message
+        and "pip install 'touchstone-genai[local]'" in message
         and "sentence-transformers" in message
     )
 

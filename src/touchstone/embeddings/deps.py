@@ -1,4 +1,4 @@
-"""Optional heavy dependencies (the ``touchstone[local]`` extra): checked early, imported late.
+"""Optional heavy dependencies (the ``touchstone-genai[local]`` extra): checked early, imported late.
 
 torch, transformers, sentence-transformers and bert-score are never imported at module level. An
 evaluator that needs them calls :func:`check_local` when it is built (cheap: it only looks the
@@ -19,7 +19,7 @@ from types import ModuleType
 from touchstone._exceptions import ErrorCategory
 from touchstone.errors import ConfigurationError
 
-INSTALL_HINT = "pip install 'touchstone[local]'"
+INSTALL_HINT = "pip install 'touchstone-genai[local]'"
 
 _DISTRIBUTIONS = {
     "torch": "torch",

@@ -11,7 +11,7 @@ one of them meanwhile), so a run's 100,000 score lines are a few statements, not
 trips.
 
 The URL's password is kept only to connect: ``path`` and every message show the URL without it.
-psycopg 3 is imported when a PostgreSQL store is opened (``pip install 'touchstone[postgres]'``).
+psycopg 3 is imported when a PostgreSQL store is opened (``pip install 'touchstone-genai[postgres]'``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresStore"]
 
-INSTALL_HINT = "pip install 'touchstone[postgres]'"
+INSTALL_HINT = "pip install 'touchstone-genai[postgres]'"
 
 COPY_FROM = 64
 """Writes of at least this many lines (results and typed lines together) go through ``COPY``;

@@ -1,7 +1,7 @@
 """The browser dashboard (``touchstone ui``): runs, a run's rows and score distributions, paired
 comparisons and trends, served on localhost from a run store (SQLite or PostgreSQL).
 
-Needs the ``ui`` extra (``pip install 'touchstone[ui]'``: FastAPI, uvicorn, Jinja2). Build the app
+Needs the ``ui`` extra (``pip install 'touchstone-genai[ui]'``: FastAPI, uvicorn, Jinja2). Build the app
 with :func:`create_app` and serve it with any ASGI server::
 
     from touchstone.store import open_store
@@ -21,7 +21,7 @@ from touchstone.store.base import Store
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-INSTALL_HINT = "pip install 'touchstone[ui]'"
+INSTALL_HINT = "pip install 'touchstone-genai[ui]'"
 
 
 class MissingUIDependency(ConfigurationError):

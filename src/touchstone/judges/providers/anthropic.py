@@ -1,4 +1,4 @@
-"""Claude models through Anthropic's Messages API (``pip install 'touchstone[anthropic]'``).
+"""Claude models through Anthropic's Messages API (``pip install 'touchstone-genai[anthropic]'``).
 
 The backend builds a Messages API body from the provider-neutral request (system prompt at the top
 level, a ``max_tokens`` always present; ``response_format``, log-probabilities and ``seed`` have no
@@ -48,7 +48,7 @@ class AnthropicBackend(BackendBase):
             import anthropic
         except ImportError:
             raise ConfigurationError(
-                "the Anthropic adapter needs the anthropic package: pip install 'touchstone[anthropic]'"
+                "the Anthropic adapter needs the anthropic package: pip install 'touchstone-genai[anthropic]'"
             ) from None
         host = (
             (urlsplit(config.base_url).netloc or config.base_url) if config.base_url else "api.anthropic.com"

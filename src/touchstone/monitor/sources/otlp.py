@@ -27,7 +27,7 @@ from typing import Any
 
 from touchstone.monitor.windows import iso
 
-PROTOBUF_HINT = "reading OTLP protobuf needs opentelemetry-proto: pip install 'touchstone[otel]'"
+PROTOBUF_HINT = "reading OTLP protobuf needs opentelemetry-proto: pip install 'touchstone-genai[otel]'"
 ROLE_EVENTS = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",

@@ -6,7 +6,7 @@ from typing import Any
 
 from touchstone.errors import ConfigurationError
 
-INSTALL_HINT = "pip install 'touchstone[ray]'"
+INSTALL_HINT = "pip install 'touchstone-genai[ray]'"
 
 
 def import_ray() -> Any:

@@ -11,7 +11,7 @@ checks and their scores are those of the same rows passed as a DataFrame or a li
 Through the Ray executor, CPU metrics whose inputs are plain columns run in ``map_batches`` over the
 dataset where its blocks are (:func:`map_scores`): the rows never pass through the driver, which
 receives each batch's results (the rows still to score, by index, as the store takes them) as they
-are produced. Ray is imported only when such a dataset is given (``pip install 'touchstone[ray]'``).
+are produced. Ray is imported only when such a dataset is given (``pip install 'touchstone-genai[ray]'``).
 """
 
 from __future__ import annotations

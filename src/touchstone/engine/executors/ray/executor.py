@@ -11,7 +11,7 @@ held are sent to it again. Results come
 back to the driver, which writes the store as a local run does, so a run whose driver crashed
 resumes from what the store holds; the workers' judge provenance and counters are merged into the
 run's (:attr:`RayExecutor.run_info`). Ray is imported only when a run asks for it
-(``pip install 'touchstone[ray]'``, :mod:`~touchstone.engine.executors.ray.connect`).
+(``pip install 'touchstone-genai[ray]'``, :mod:`~touchstone.engine.executors.ray.connect`).
 """
 
 from __future__ import annotations
