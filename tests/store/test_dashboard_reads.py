@@ -15,6 +15,7 @@ from touchstone.errors import InputValidationError
 from touchstone.people.feedback import record_feedback
 from touchstone.store import Store, StoredRow, open_store
 from touchstone.store.dashboard import (
+    DashboardReads,
     EvaluatorResult,
     LabelCount,
     MetricRef,
@@ -110,6 +111,7 @@ def test_runs_are_selected_ordered_and_paged(written: Written) -> None:
 
 def test_one_run_reads_back_as_written(written: Written) -> None:
     reads = written.store.dashboard
+    assert isinstance(reads, DashboardReads)
     info = reads.run(written.alpha)
     assert info is not None
     assert info.name == "Alpha run" and info.status == "completed" and info.config["n_rows"] == 6
