@@ -39,7 +39,7 @@ ray = pytest.importorskip("ray")
 from touchstone.engine.executors import RayExecutor  # noqa: E402
 from touchstone.errors import InputValidationError  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RAY = Path(sys.executable).with_name("ray")
 MARKER = "TOUCHSTONE_TEST_RAY_CLUSTER"
 CLUSTER: dict[str, str] = {}
