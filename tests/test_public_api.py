@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+
+import pytest
 
 import touchstone
 from touchstone import AzureAIProject, Conversation, EvaluatorConfig, Message
@@ -44,3 +48,28 @@ def test_every_exported_name_exists_and_the_sdk_names_are_there() -> None:
         "DocumentRetrievalEvaluator",
     }  # fmt: skip
     assert sdk_names <= set(touchstone.__all__)
+
+
+def test_import_and_help_load_no_evaluator_until_a_name_is_used() -> None:
+    """``import touchstone`` and ``touchstone --help`` import no evaluator module and leave the metric
+    registry unread; the first public name used brings in what it needs."""
+    code = (
+        "import sys\n"
+        "import touchstone\n"
+        "from touchstone.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print('BEFORE', sorted(m for m in sys.modules if m.startswith('touchstone.evaluators')))\n"
+        "from touchstone import F1ScoreEvaluator\n"
+        "print('AFTER', F1ScoreEvaluator.__module__ in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    marked = [line for line in done.stdout.splitlines() if line.startswith(("BEFORE", "AFTER"))]
+    lines = dict(line.split(" ", 1) for line in marked)
+    assert lines == {"BEFORE": "[]", "AFTER": "True"}
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchEvaluator'"):
+        touchstone.NoSuchEvaluator  # noqa: B018
+    assert set(touchstone.__all__) <= set(dir(touchstone))
