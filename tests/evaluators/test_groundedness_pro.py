@@ -170,7 +170,7 @@ def test_configuration_errors(models: dict[str, Path], monkeypatch: pytest.Monke
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "sentence_transformers" else real(name, *a))
-    with pytest.raises(MissingDependencyError, match=r"pip install 'touchstone\[local\]'"):
+    with pytest.raises(MissingDependencyError, match=r"pip install 'touchstone-genai\[local\]'"):
         GroundednessProEvaluator(model=models["random"])
 
 

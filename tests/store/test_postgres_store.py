@@ -224,7 +224,7 @@ def test_a_url_that_went_through_a_path_still_opens(pg_url: str) -> None:
 
 def test_without_psycopg_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now raises ImportError
-    with pytest.raises(ConfigurationError, match=r"pip install 'touchstone\[postgres\]'") as err:
+    with pytest.raises(ConfigurationError, match=r"pip install 'touchstone-genai\[postgres\]'") as err:
         open_store(f"postgresql://u:{PASSWORD}@127.0.0.1:1/db")
     assert PASSWORD not in str(err.value)
 
