@@ -43,7 +43,7 @@ def require_ui_packages() -> None:
 def create_app(store: Store, *, feedback_token: str | None = None,
                monitor_dirs: Sequence[str | os.PathLike[str]] | None = None) -> FastAPI:
     """The dashboard's FastAPI app over ``store`` (see :mod:`touchstone.ui.app`); ``feedback_token``
-    protects ``POST /api/feedback`` (see :mod:`touchstone.ui.annotate`); ``monitor_dirs`` are the
+    protects ``POST /api/feedback`` (see :mod:`touchstone.ui.feedback_api`); ``monitor_dirs`` are the
     monitors' state folders whose alerts the trends page marks (default: ``touchstone monitor``'s)."""
     require_ui_packages()
     from touchstone.ui.app import create_app as build

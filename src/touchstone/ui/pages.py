@@ -2,8 +2,8 @@
 rendering, and the run and row lookups that answer 404), :class:`JSONBody` (the ``/api`` answers),
 and the parsing of a number from the query string.
 
-The routers (:mod:`touchstone.ui.app`'s pages, :mod:`touchstone.ui.annotate`'s) build on this module
-and never on each other.
+The routers (:mod:`touchstone.ui.routes`, one per page) build on this module and never on each
+other.
 """
 
 from __future__ import annotations
