@@ -20,9 +20,8 @@ would, every later call raises the same :class:`~touchstone.errors.RunAbortedErr
 from __future__ import annotations
 
 import functools
-import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol
@@ -39,18 +38,15 @@ from touchstone.judges.limits import Limits
 from touchstone.judges.negotiation import Negotiation
 from touchstone.judges.openai_replies import (
     estimate_prompt_tokens,
-    estimate_text_tokens,
     is_valid,
-    parse_embeddings,
-    parse_prompt_logprobs,
     reply_from,
     stored_reply,
     validation_error,
 )
-from touchstone.judges.providers.base import Backend, ChatRequest, Response
+from touchstone.judges.providers.base import Backend, ChatRequest
 from touchstone.judges.replies import ChatReply, Validator
 from touchstone.judges.retry import InvalidReply, RetryLoop
-from touchstone.judges.vectors import per_text
+from touchstone.judges.vectors import VectorCalls
 
 _current: ContextVar[JudgeSession | None] = ContextVar("touchstone_judge_session", default=None)
 """The session judge calls go through (set by :func:`judge_session`; a Ray worker sets its own)."""
@@ -75,6 +71,10 @@ class JudgeSession:
         self._retry = RetryLoop(settings, self._accounting, self._abort)
         self._limits = Limits(Hedging(settings.hedge, self._accounting, self._abort), self._abort,
                               settings.max_retry_wait)
+        self._vectors = VectorCalls(
+            settings, pool=self._pool, limits=self._limits, retry=self._retry, accounting=self._accounting,
+            abort=self._abort, backend_of=self.backend, cache_of=lambda: self.cache,
+        )
         self._cache: JudgeCache | None = None
         self._final_info: dict[str, Any] | None = None
         self.users = 0
@@ -228,66 +228,13 @@ class JudgeSession:
         self, config: ModelConfiguration, texts: list[str], *, model: str | None = None
     ) -> list[list[float]]:
         """See :meth:`touchstone.judges.protocol.EmbeddingClient.embed`."""
-        name = model or config.model_name
-
-        async def fetch(backend: Backend, batch: list[str]) -> list[list[float]]:
-            response = await self._send_batch(
-                backend, batch, lambda: backend.embed(name, batch, self.settings.timeout)
-            )
-            return self._read_batch(name, response, parse_embeddings(response.data, len(batch)))
-
-        return await self._per_text(config, "embed", name, texts, fetch, label="embedding call")
+        return await self._vectors.embed(config, texts, model)
 
     async def completions_logprobs(
         self, config: ModelConfiguration, prompts: list[str], *, model: str | None = None
     ) -> list[list[float | None]]:
         """See :meth:`touchstone.judges.client.SessionJudgeClient.completions_logprobs`."""
-        name = model or config.model_name
-
-        async def fetch(backend: Backend, batch: list[str]) -> list[list[float]]:
-            response = await self._send_batch(
-                backend, batch, lambda: backend.completions(name, batch, self.settings.timeout)
-            )
-            return self._read_batch(name, response, parse_prompt_logprobs(response.data, len(batch)))
-
-        found = await self._per_text(
-            config, "prompt_logprobs", name, prompts, fetch, label="completions call"
-        )
-        return [[None if math.isnan(v) else v for v in values] for values in found]
-
-    def _send_batch(
-        self, backend: Backend, batch: list[str], send: Callable[[], Awaitable[Response]]
-    ) -> Awaitable[Response]:
-        return self._limits.send(backend, sum(estimate_text_tokens(t) for t in batch), send)
-
-    def _read_batch(self, name: str, response: Response, vectors: list[list[float]]) -> list[list[float]]:
-        usage = response.data.get("usage") or {}
-        self._accounting.reply(name, int(usage.get("prompt_tokens") or 0), None)
-        return vectors
-
-    async def _per_text(
-        self,
-        config: ModelConfiguration,
-        kind: str,
-        name: str,
-        texts: list[str],
-        fetch: Callable[[Backend, list[str]], Awaitable[list[list[float]]]],
-        *,
-        label: str,
-    ) -> list[list[float]]:
-        if self._abort.error is not None:
-            self._abort.raise_copy()
-        session_key, identity = self._pool.identities(config)
-        self._pool.note(session_key, config)
-
-        def retried(attempt: Callable[[], Awaitable[list[list[float]]]]) -> Awaitable[list[list[float]]]:
-            return self._retry.run(config, self.backend(config), attempt, label=label)
-
-        return await per_text(
-            texts, kind=kind, identity=identity, model=name, cache=self.cache,
-            batch_size=self.settings.embed_batch_size, backend=functools.partial(self.backend, config),
-            fetch=fetch, retried=retried, count_hits=lambda hits: self._accounting.count(cache_hits=hits),
-        )
+        return await self._vectors.prompt_logprobs(config, prompts, model)
 
 
 # --------------------------------------------------------------------------- scopes
