@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -147,12 +148,13 @@ def _num(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
 
 
-def _direction(a: LoadedRun, b: LoadedRun, evaluator: str, score: str) -> bool:
+def _direction(a: LoadedRun, b: LoadedRun, metric: MetricPair) -> bool:
     """Higher-is-better for one score: the runs' summaries, else the registry's declarations."""
-    for run in (a, b):
-        found = run.higher_is_better(evaluator, score)
+    for run, key in ((a, metric.a), (b, metric.b)):
+        found = run.higher_is_better(*key)
         if found is not None:
             return found
+    evaluator, score = metric.a
     from touchstone.evaluators import registry  # only for runs stored without a summary
 
     entry = a.info.config.get("evaluators", {}).get(evaluator, {})
@@ -166,24 +168,83 @@ def _direction(a: LoadedRun, b: LoadedRun, evaluator: str, score: str) -> bool:
     return cls.higher_is_better if score == (cls.score_key or cls.metric) else True
 
 
-def select_metrics(
-    a: LoadedRun, b: LoadedRun, wanted: Sequence[str] | None
-) -> list[tuple[str, str]]:
-    """The ``(evaluator, score)`` columns both runs have, in A's order; ``wanted`` narrows them by
-    ``<evaluator>.<score>``, an evaluator's name (all its scores) or a score's name. A name that
-    selects nothing raises :class:`InputValidationError` naming what is available."""
-    common = [key for key in a.cells if key in b.cells]
+class MetricPair(NamedTuple):
+    """One metric as each run names it: ``(evaluator alias, score)`` in A and in B. The aliases may
+    differ (``f1`` in a Python run, ``f1_score`` on the command line): the metric is the same when
+    both evaluators are the same registered metric and each run has it once."""
+
+    a: tuple[str, str]
+    b: tuple[str, str]
+
+    @property
+    def label(self) -> str:
+        """A's ``<evaluator>.<score>`` (as in its summary)."""
+        return f"{self.a[0]}.{self.a[1]}"
+
+    def names(self) -> set[str]:
+        """Every name that selects this metric: either run's ``evaluator.score``, either alias, the
+        score's name and the registered metric's ``metric.score``."""
+        return {f"{e}.{s}" for e, s in (self.a, self.b)} | {self.a[0], self.b[0], self.a[1]}
+
+
+def metric_identity(run: LoadedRun) -> dict[tuple[str, str], tuple[str, str]]:
+    """``(registered metric, score)`` of each ``(evaluator alias, score)`` column of ``run``; an alias
+    stands for itself when the run has that metric under several aliases (two differently
+    configured F1 evaluators are two metrics) or did not record which metric it is."""
+    evaluators = run.info.config.get("evaluators") or {}
+    metric_of = {
+        alias: str(entry.get("metric") or alias) if isinstance(entry, dict) else alias
+        for alias, entry in evaluators.items()
+    }
+    uses = Counter(metric_of.values())
+    identity: dict[tuple[str, str], tuple[str, str]] = {}
+    for alias, score in run.cells:
+        metric = metric_of.get(alias, alias)
+        identity[(alias, score)] = (metric if uses[metric] == 1 else alias, score)
+    return identity
+
+
+def common_metrics(a: LoadedRun, b: LoadedRun) -> list[MetricPair]:
+    """The metrics both runs have, in A's order: the same column name, else the same metric under
+    another alias."""
+    identity_b = metric_identity(b)
+    by_identity = {ident: key for key, ident in identity_b.items()}
+    pairs: list[MetricPair] = []
+    taken: set[tuple[str, str]] = set()
+    for key, ident in metric_identity(a).items():
+        other = key if key in b.cells else by_identity.get(ident)
+        if other is not None and other not in taken:
+            pairs.append(MetricPair(key, other))
+            taken.add(other)
+    return pairs
+
+
+def select_metrics(a: LoadedRun, b: LoadedRun, wanted: Sequence[str] | None) -> list[MetricPair]:
+    """The metrics both runs have (:func:`common_metrics`); ``wanted`` narrows them by
+    ``<evaluator>.<score>``, an evaluator's name (all its scores) or a score's name, as either run
+    names them. Raises :class:`InputValidationError` when the runs have no metric in common (naming
+    each run's metrics) or a name selects nothing (naming what is available)."""
+    common = common_metrics(a, b)
+    if not common and a.cells and b.cells:
+        def listed(run: LoadedRun) -> str:
+            return ", ".join(f"{e}.{s}" for e, s in run.cells)
+
+        raise InputValidationError([Problem(
+            "metrics", None, None,
+            f"runs {a.info.id} and {b.info.id} have no metric in common: A has {listed(a)}; "
+            f"B has {listed(b)}",
+        )])
     if wanted is None:
         return common
-    chosen: list[tuple[str, str]] = []
+    chosen: list[MetricPair] = []
     unknown: list[str] = []
     for name in wanted:
-        hits = [k for k in common if name in (f"{k[0]}.{k[1]}", k[0], k[1])]
+        hits = [m for m in common if name in m.names()]
         if not hits:
             unknown.append(name)
-        chosen.extend(k for k in hits if k not in chosen)
+        chosen.extend(m for m in hits if m not in chosen)
     if unknown:
-        available = ", ".join(f"{e}.{s}" for e, s in common) or "none"
+        available = ", ".join(m.label for m in common) or "none"
         raise InputValidationError([
             Problem("--metrics", None, name, f"no metric {name!r} in both runs; available: {available}")
             for name in unknown
@@ -336,9 +397,10 @@ def compare_runs(
     a, b = load_run(store, run_a), load_run(store, run_b)
     match = _kept(match_rows(a, b, match_by), keep)
     compared: list[MetricComparison] = []
-    for evaluator, score in select_metrics(a, b, metrics):
-        pairs = _pairs(match, a.cells[(evaluator, score)], b.cells[(evaluator, score)])
-        higher = _direction(a, b, evaluator, score)
+    for metric in select_metrics(a, b, metrics):
+        (evaluator, score), key_b = metric.a, metric.b
+        pairs = _pairs(match, a.cells[metric.a], b.cells[key_b])
+        higher = _direction(a, b, metric)
         compared.append(
             _compare_metric(evaluator, score, higher, pairs, alpha=alpha, n_boot=n_boot, seed=seed)
         )
@@ -406,15 +468,16 @@ def rows_changed_most(
     a, b = load_run(store, run_a), load_run(store, run_b)
     match = _kept(match_rows(a, b, match_by), keep)
     # (weight, order, pair, metric): RowChange objects are built for the rows kept only
-    found: list[tuple[float, int, tuple[Hashable, int, int, float, float], tuple[str, str, bool]]] = []
+    found: list[tuple[float, int, tuple[Hashable, int, int, float, float], tuple[str, str, bool, str]]] = []
     order = 0
-    for evaluator, score in select_metrics(a, b, None if metric is None else [metric]):
-        higher = _direction(a, b, evaluator, score)
-        col_a, col_b = a.cells[(evaluator, score)], b.cells[(evaluator, score)]
+    for chosen in select_metrics(a, b, None if metric is None else [metric]):
+        (evaluator, score), evaluator_b = chosen.a, chosen.b[0]
+        higher = _direction(a, b, chosen)
+        col_a, col_b = a.cells[chosen.a], b.cells[chosen.b]
         values = [c.value for col in (col_a, col_b) for c in col.values() if c.value is not None]
         spread = (max(values) - min(values)) if values else 0.0
         scale = spread if metric is None and spread > 0 else 1.0
-        about = (evaluator, score, higher)
+        about = (evaluator, score, higher, evaluator_b)
         for key, ia, ib in match.pairs:
             ca, cb = col_a.get(ia), col_b.get(ib)
             if ca is None or cb is None or ca.value is None or cb.value is None or ca.value == cb.value:
@@ -424,10 +487,10 @@ def rows_changed_most(
     # ties keep A's row order (then the metrics' order)
     kept = heapq.nsmallest(limit, found, key=lambda item: (-item[0], item[1]))
     top: list[RowChange] = []
-    for _, _, (key, ia, ib, va, vb), (evaluator, score, higher) in kept:
+    for _, _, (key, ia, ib, va, vb), (evaluator, score, higher, evaluator_b) in kept:
         diff = vb - va
         change: Literal["better", "worse"] = "better" if (diff > 0) == higher else "worse"
         data_a = _row_data(a, ia, evaluator) if with_data else None
-        data_b = _row_data(b, ib, evaluator) if with_data else None
+        data_b = _row_data(b, ib, evaluator_b) if with_data else None
         top.append(RowChange(key, ia, ib, f"{evaluator}.{score}", va, vb, diff, change, data_a, data_b))
     return top
