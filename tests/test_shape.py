@@ -15,8 +15,6 @@ import re
 import textwrap
 from collections.abc import Iterator
 
-import pytest
-
 from tests.test_layering import MODULES, PACKAGE_DIR, Module, _all_imports, _inside, _parse
 
 MAX_MODULE_LINES = 600
@@ -125,7 +123,6 @@ def test_no_sql_text_outside_the_store() -> None:
     assert found == [], "SQL outside store/:\n  " + "\n  ".join(found)
 
 
-@pytest.mark.xfail(strict=False, reason="renovation in progress")
 def test_no_module_over_the_line_limit() -> None:
     found = long_modules()
     assert found == [], f"modules over {MAX_MODULE_LINES} lines:\n  " + "\n  ".join(found)
