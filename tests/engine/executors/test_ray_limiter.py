@@ -59,9 +59,9 @@ class OneWorker:
     """An AdaptiveLimiter and a ClusterLimit driven by the same requests: for one worker whose level
     is its own, the cluster limit must move exactly as the local one."""
 
-    def __init__(self, maximum: int) -> None:
-        self.local = AdaptiveLimiter(maximum)
-        self.cluster = ClusterLimit(maximum)
+    def __init__(self, maximum: int, increase_per_round: float = 1.0, hold_rounds: float = 8.0) -> None:
+        self.local = AdaptiveLimiter(maximum, increase_per_round=increase_per_round, hold_rounds=hold_rounds)
+        self.cluster = ClusterLimit(maximum, increase_per_round=increase_per_round, hold_rounds=hold_rounds)
         self.held: list[tuple[Ticket, int]] = []  # the ticket and the cluster generation it was sent in
 
     async def acquire(self) -> None:
@@ -82,7 +82,8 @@ def test_cluster_limit_moves_as_the_adaptive_limiter(seed: int) -> None:
     rng = random.Random(seed)
 
     async def run() -> None:
-        pair = OneWorker(rng.randint(1, 40))
+        # the law's settings too: one law, whatever its parameters
+        pair = OneWorker(rng.randint(1, 40), rng.choice([1.0, 0.5, 2.0]), rng.choice([8.0, 2.0]))
         cap = rng.randint(1, 30)  # a server that refuses above this many at once
         for _ in range(1500):
             if pair.local.in_flight < pair.local.current and rng.random() < 0.6:
