@@ -59,7 +59,8 @@ def test_missing_ui_extra_names_the_install_command(monkeypatch: pytest.MonkeyPa
     monkeypatch.setitem(sys.modules, "fastapi", None)  # import fastapi -> ImportError
     result = CliRunner().invoke(app, ["ui", "--store", ":memory:"])
     assert result.exit_code == 2
-    assert "needs the fastapi package" in result.output and "pip install 'touchstone-genai[ui]'" in result.output
+    assert "needs the fastapi package" in result.output
+    assert "pip install 'touchstone-genai[ui]'" in result.output
 
 
 def test_loopback_hosts() -> None:
