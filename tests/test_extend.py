@@ -111,3 +111,42 @@ def test_the_extension_surface_names_exist() -> None:
     assert extend.__doc__ is not None
     missing = [name for name in extend.__all__ if name not in extend.__doc__]
     assert missing == [], missing
+
+
+def test_third_party_metrics_come_from_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Point:
+        def __init__(self, thing: object) -> None:
+            self.thing = thing
+
+        def load(self) -> object:
+            return self.thing
+
+    def points(group: str) -> list[Point]:
+        assert group == registry.ENTRY_POINT_GROUP
+        return [Point(POLITENESS), Point("not a metric")]
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry.available()))
+    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(registry, "entry_points", points)
+    metrics = registry.available()
+    assert metrics["politeness"] is POLITENESS and "f1_score" in metrics
+
+
+def test_every_metric_class_of_the_package_is_found_without_a_list() -> None:
+    """The registry walks the package: every class with ``@register`` in any module is there."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import touchstone.evaluators as package
+    from touchstone.extend import Evaluator
+
+    metrics = registry.available()
+    for module_info in pkgutil.walk_packages(package.__path__, prefix="touchstone.evaluators."):
+        module = importlib.import_module(module_info.name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__ and issubclass(cls, Evaluator) and cls.metric:
+                if metrics.get(cls.metric) is cls:
+                    continue
+                # a class sharing its metric's name with another is a base or a variant, not listed
+                assert cls.metric in metrics, f"{cls.__module__}.{cls.__name__}"

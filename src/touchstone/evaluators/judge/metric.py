@@ -102,7 +102,7 @@ class JudgeEvaluator(Evaluator):
     ) -> None:
         check_options(type(self).__name__, sdk_options, (*self.option_names(), *SDK_ONLY_OPTIONS))
         super().__init__(threshold=threshold)
-        # conversations (evaluators/conversation.py): the SDK's pairs or touchstone's turns with history,
+        # conversations (judge/conversation.py): the SDK's pairs or touchstone's turns with history,
         # and the SDK's option to judge only the last exchange
         self.conversation_mode: str = check_conversation_mode(conversation_mode)
         self.eval_last_turn: bool = bool(sdk_options.get("eval_last_turn", False))
