@@ -12,6 +12,7 @@ wherever its modules live; ``tests/docs/test_generated_docs.py`` fails when a pa
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import re
 import sys
@@ -51,6 +52,12 @@ def _python_name(entry: Any) -> tuple[str, str]:
     name = entry.__name__
     if name in getattr(touchstone, "__all__", ()):
         return name, f"from touchstone import {name}"
+    # the shortest package that exports it (a family's __init__), so the page names a stable path
+    parts = entry.__module__.split(".")
+    for end in range(2, len(parts) + 1):
+        module = importlib.import_module(".".join(parts[:end]))
+        if name in getattr(module, "__all__", ()) or end == len(parts):
+            return name, f"from {module.__name__} import {name}"
     return name, f"from {entry.__module__} import {name}"
 
 
