@@ -14,7 +14,7 @@ from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest
 from typer.testing import CliRunner
 
 from touchstone.cli import app
-from touchstone.cli.show import claim_evidence
+from touchstone.ui.row_detail import claim_evidence
 
 runner = CliRunner()
 JUDGE_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY",
@@ -67,7 +67,7 @@ def test_preset_rag_runs_the_triad_and_show_lists_claims(fake_openai: FakeOpenAI
     assert metrics["context_relevance.context_relevance"] == 1.0
     assert not any(k.startswith("ranking.") for k in metrics)
     assert summary["summary"]["faithfulness.faithfulness_claims"]["total"] == 2
-    run_id = re.search(r"touchstone show (\S+)\)", output)
+    run_id = re.search(r"touchstone show (\S+)", output)
     assert run_id, output
 
     shown = runner.invoke(app, ["show", run_id.group(1), "--store", str(tmp_path / "runs.db")],

@@ -3,7 +3,6 @@ evidence of claim-based metrics (faithfulness, context_recall... and groundednes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import typer
@@ -12,34 +11,7 @@ from rich.table import Table
 from touchstone._redact import redact_config
 from touchstone._text import json_dumps, markup_safe
 from touchstone.cli.common import STORE_HELP, fail_input, open_run_store, out, summary_table
-
-EVIDENCE_LISTS = (("claims", "claim"), ("sentences", "sentence"))
-"""Where a row's properties keep claim-level evidence: a list of dicts under ``claims`` (each with
-``claim``, ``verdict``, ``document``, ``reason``) or ``sentences`` (``sentence``, ``verdict``...)."""
-
-
-def claim_evidence(
-    scores: Mapping[tuple[int, str], tuple[Mapping[str, Any], Any]],
-) -> list[dict[str, Any]]:
-    """Every claim-level verdict of a run, in row order: ``{row, evaluator, metric, claim, verdict,
-    document, reason}``, read from the ``<m>_properties`` of each stored result."""
-    found: list[dict[str, Any]] = []
-    for (row, evaluator), (outputs, _) in sorted(scores.items()):
-        for key, props in outputs.items():
-            if not (key.endswith("_properties") and isinstance(props, Mapping)):
-                continue
-            for list_key, text_key in EVIDENCE_LISTS:
-                items = props.get(list_key)
-                if not isinstance(items, list):
-                    continue
-                for item in items:
-                    if isinstance(item, Mapping) and text_key in item and "verdict" in item:
-                        found.append({"row": row, "evaluator": evaluator,
-                                      "metric": key[: -len("_properties")], "claim": str(item[text_key]),
-                                      "verdict": str(item["verdict"]), "document": item.get("document"),
-                                      "reason": str(item.get("reason") or "")})
-    return found
-
+from touchstone.ui.row_detail import claim_evidence  # the dashboard's reader (no web framework in it)
 
 _GOOD = ("supported", "grounded", "entailment")
 
