@@ -85,20 +85,20 @@ class StoredRows(Sequence[dict[str, Any]]):
     def _range(self, start: int, stop: int) -> list[dict[str, Any]]:
         """Rows ``start`` to ``stop`` (exclusive), read with two queries."""
         results = self._store.results
-        inputs: dict[int, tuple[Mapping[str, Any], str, Mapping[str, Any] | None, str | None]] = {
-            idx: (data, source or "", target, error)
-            for idx, source, data, target, error in results.row_inputs(self._run_id, start, stop)
-        }
-        outputs: dict[tuple[int, str], Outputs] = {
-            (idx, name): (out, failed)
-            for idx, name, out, failed in results.outputs(self._run_id, start, stop)
-        }
+        records = self._records
+        inputs = results.row_inputs(self._run_id, start, stop, with_data=records is None)
+        outputs = results.outputs_by_result(self._run_id, start, stop)
         rows = []
         for i in range(start, stop):
-            data, source, target, error = inputs.get(i, ({}, "", None, None))
-            if self._records is not None:
-                rec = self._records[i]
+            got = inputs.get(i)
+            target, error = (None, None) if got is None else (got.target, got.target_error)
+            if records is not None:
+                rec = records[i]
                 data, source = rec.data, rec.source
+            elif got is None:
+                data, source = {}, ""
+            else:
+                data, source = got.data or {}, got.source or ""
             rows.append(self._row(i, data, source, target, error, outputs))
         return rows
 

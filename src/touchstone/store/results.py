@@ -51,12 +51,20 @@ class StoredOutputs(NamedTuple):
     failed: bool
 
 
-class RowInputs(NamedTuple):
-    """A stored input row as the SDK's rows show it: its data, source, and the target's output or error."""
+class ResultOutputs(NamedTuple):
+    """One evaluator's flat outputs on one row, and whether the result counts as failed (the value
+    of :meth:`ResultsRepository.outputs_by_result`, keyed by row and evaluator)."""
 
-    idx: int
+    outputs: dict[str, Any]
+    failed: bool
+
+
+class RowInputs(NamedTuple):
+    """A stored input row: its source, its data (None when not asked for), and the target's output
+    or error."""
+
     source: str | None
-    data: dict[str, Any]
+    data: dict[str, Any] | None
     target: dict[str, Any] | None
     target_error: str | None
 
@@ -90,16 +98,22 @@ class ResultsRepository(Protocol):
         """Every evaluator's stored outputs and usage on rows ``start`` to ``stop``."""
         ...
 
-    def outputs(self, run_id: str, start: int, stop: int) -> list[StoredOutputs]:
-        """Every evaluator's stored outputs (and whether they failed) on rows ``start`` to ``stop``."""
+    def outputs_by_result(
+        self, run_id: str, start: int, stop: int
+    ) -> dict[tuple[int, str], ResultOutputs]:
+        """Every evaluator's stored outputs (and whether they failed) on rows ``start`` to ``stop``,
+        by (row, evaluator)."""
         ...
 
     def evaluator_outputs(self, run_id: str, evaluator: str, start: int, stop: int) -> list[StoredOutputs]:
         """One evaluator's stored outputs on rows ``start`` to ``stop``, by row."""
         ...
 
-    def row_inputs(self, run_id: str, start: int, stop: int) -> list[RowInputs]:
-        """The stored input rows ``start`` to ``stop``, by row."""
+    def row_inputs(
+        self, run_id: str, start: int, stop: int, *, with_data: bool = True
+    ) -> dict[int, RowInputs]:
+        """The stored input rows ``start`` to ``stop``, by row index (``with_data=False``: their
+        data is not read, the caller holds it)."""
         ...
 
     def target_outputs(
@@ -165,15 +179,16 @@ class SqlResultsRepository:
             StoredResult(int(idx), str(name), loads(text), _loads(usage)) for idx, name, text, usage in rows
         ]
 
-    def outputs(self, run_id: str, start: int, stop: int) -> list[StoredOutputs]:
+    def outputs_by_result(
+        self, run_id: str, start: int, stop: int
+    ) -> dict[tuple[int, str], ResultOutputs]:
+        # The hot read of a large run's rows (and of the rows file): one dict, no list in between.
         rows = self._sql._query(
             "SELECT idx, evaluator, outputs, failed FROM scores WHERE run_id = ? AND idx >= ? AND idx < ?",
             (run_id, start, stop),
         )
         loads = json.loads
-        return [
-            StoredOutputs(int(idx), str(name), loads(text), bool(failed)) for idx, name, text, failed in rows
-        ]
+        return {(idx, name): ResultOutputs(loads(text), bool(failed)) for idx, name, text, failed in rows}
 
     def evaluator_outputs(self, run_id: str, evaluator: str, start: int, stop: int) -> list[StoredOutputs]:
         rows = self._sql._query(
@@ -184,17 +199,20 @@ class SqlResultsRepository:
         loads = json.loads
         return [StoredOutputs(int(idx), evaluator, loads(text), bool(failed)) for idx, text, failed in rows]
 
-    def row_inputs(self, run_id: str, start: int, stop: int) -> list[RowInputs]:
+    def row_inputs(
+        self, run_id: str, start: int, stop: int, *, with_data: bool = True
+    ) -> dict[int, RowInputs]:
+        data_column = "data" if with_data else "NULL"
         rows = self._sql._query(
-            "SELECT idx, source, data, target, target_error FROM rows "
-            "WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
+            f"SELECT idx, source, {data_column}, target, target_error FROM rows "
+            "WHERE run_id = ? AND idx >= ? AND idx < ?",
             (run_id, start, stop),
         )
         loads = json.loads
-        return [
-            RowInputs(int(idx), source, loads(data), _loads(target), error)
+        return {
+            idx: RowInputs(source, loads(data) if data else None, loads(target) if target else None, error)
             for idx, source, data, target, error in rows
-        ]
+        }
 
     def target_outputs(
         self, run_id: str, start: int, stop: int, *, answered_only: bool = False
