@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol
@@ -215,13 +215,13 @@ class JudgeSession:
                 raise InvalidReply(f"the reply did not match the expected format: {why}")
             return stored, reply
 
-        def retried() -> Awaitable[tuple[Stored, ChatReply]]:
-            return self._retry.run(config, backend, attempt, label="judge call",
-                                   unsupported=self._negotiation.on_refusal(config, backend))
-
-        if not wants_schema:
-            return await retried()
-        return await self._negotiation.structured(backend, retried)
+        refusals = self._negotiation.on_refusal(config, backend)
+        run = functools.partial(
+            self._retry.run, config, backend, attempt, label="judge call", unsupported=refusals
+        )
+        if not wants_schema or backend.structured.open:  # the common case: no gate to pass
+            return await run()
+        return await self._negotiation.structured(backend, run)
 
     # ------------------------------------------------------------ embeddings and prompt log-probabilities
     async def embed(
