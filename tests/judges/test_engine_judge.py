@@ -171,6 +171,8 @@ def test_dry_run_counts_calls_without_calling(fake_openai: FakeOpenAIServer, tmp
 
 
 def test_keys_in_options_are_not_stored(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """A key in an option the run keeps in its configuration (evaluate() takes only known options:
+    ``tags`` is kept as given) and in the evaluator's model configuration never reaches the store."""
     fake_openai.handler = toy_judge_handler
-    run(fake_openai, tmp_path, rows(2), cache=False, model_config=config(fake_openai))
+    run(fake_openai, tmp_path, rows(2), cache=False, tags={"model_config": config(fake_openai)})
     assert KEY.encode() not in (tmp_path / "runs.db").read_bytes()
