@@ -18,13 +18,6 @@ if TYPE_CHECKING:
     from touchstone.store.sql import SqlStore
 
 
-class ScoreKey(NamedTuple):
-    """A (row, evaluator) pair the run has a stored result for."""
-
-    idx: int
-    evaluator: str
-
-
 class FailedScore(NamedTuple):
     """A stored score line that is not ``ok``, with the kind of its error."""
 
@@ -81,8 +74,8 @@ class TargetOutput(NamedTuple):
 class ResultsRepository(Protocol):
     """What callers outside the store may ask of a run's rows and results."""
 
-    def result_keys(self, run_id: str, start: int, stop: int) -> list[ScoreKey]:
-        """The (row, evaluator) pairs with a stored result among rows ``start`` to ``stop``."""
+    def scored_rows(self, run_id: str, start: int, stop: int) -> dict[str, list[int]]:
+        """Per evaluator, the rows among ``start`` to ``stop`` it has a stored result for."""
         ...
 
     def failed_scores(self, run_id: str) -> list[FailedScore]:
@@ -138,12 +131,18 @@ class SqlResultsRepository:
     def __init__(self, sql: SqlStore) -> None:
         self._sql = sql
 
-    def result_keys(self, run_id: str, start: int, stop: int) -> list[ScoreKey]:
-        rows = self._sql._query(
+    def scored_rows(self, run_id: str, start: int, stop: int) -> dict[str, list[int]]:
+        by_evaluator: dict[str, list[int]] = {}
+        for idx, name in self._sql._query(
             "SELECT idx, evaluator FROM scores WHERE run_id = ? AND idx >= ? AND idx < ?",
             (run_id, start, stop),
-        )
-        return [ScoreKey(int(idx), str(name)) for idx, name in rows]
+        ):
+            got = by_evaluator.get(name)
+            if got is None:
+                by_evaluator[name] = [idx]
+            else:
+                got.append(idx)
+        return by_evaluator
 
     def failed_scores(self, run_id: str) -> list[FailedScore]:
         rows = self._sql._query(

@@ -92,9 +92,11 @@ def standing_results(
     masks = {name: np.zeros(n_rows, dtype=bool) for name in names}
     results = store.results
     for start in range(0, n_rows, STORE_PAGE):
-        for idx, name in results.result_keys(run_id, start, start + STORE_PAGE):
-            if name in masks and 0 <= idx < n_rows:
-                masks[name][idx] = True
+        for name, indices in results.scored_rows(run_id, start, start + STORE_PAGE).items():
+            mask = masks.get(name)
+            if mask is not None:
+                rows = np.asarray(indices, dtype=np.int64)
+                mask[rows[(rows >= 0) & (rows < n_rows)]] = True
     if retry:
         everything = "*" in retry
         for idx, name, kind in results.failed_scores(run_id):
