@@ -240,32 +240,6 @@ def connection_failure(exc: BaseException, host: str, timeout: float) -> Transie
     return TransientError(f"connection error ({name})")
 
 
-# --------------------------------------------------------------------------- the former kind strings
-RATE_LIMIT = RateLimited.kind
-QUOTA = QuotaExhausted.kind
-TRANSIENT = TransientError.kind
-UNSUPPORTED = UnsupportedParameter.kind
-ROW = RowRejected.kind
-FATAL = FatalProviderError.kind
-_BY_KIND: dict[str, type[ProviderError]] = {
-    cls.kind: cls for cls in (RateLimited, QuotaExhausted, TransientError, RowRejected, FatalProviderError)
-}
-
-
-def Failure(
-    kind: str,
-    message: str,
-    status: int | None = None,
-    retry_after: float | None = None,
-    param: str | None = None,
-) -> ProviderError:
-    """The error class for one of the former kind strings (``"rate_limit"``, ``"transient"``...);
-    named as the former exception class, for adapters written against it."""
-    if kind == UNSUPPORTED:
-        return UnsupportedParameter(message, status, param=param or "")
-    return _BY_KIND.get(kind, FatalProviderError)(message, status, retry_after=retry_after)
-
-
 # --------------------------------------------------------------------------- headers
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 
