@@ -143,3 +143,30 @@ def test_the_named_provider_decides_the_configuration(monkeypatch: pytest.Monkey
     assert model_config_from_env("c", base_url="http://h", provider="anthropic") == {
         "type": "provider", "provider_name": "anthropic", "model": "c", "base_url": "http://h",
     }
+
+
+def test_a_provider_offered_by_an_entry_point_is_imported_on_first_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from importlib.metadata import EntryPoint
+
+    from touchstone.judges.providers import registry as providers
+
+    (tmp_path / "plugin_judge_provider.py").write_text(
+        "from touchstone.judges.providers.dry_run import DryRunBackend\n"
+        "from touchstone.judges.providers.registry import register_provider\n"
+        "@register_provider('plugin-echo')\n"
+        "class PluginBackend(DryRunBackend):\n"
+        "    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    point = EntryPoint("plugin-echo", "plugin_judge_provider", providers.ENTRY_POINT_GROUP)
+
+    def points(*, group: str, name: str | None = None) -> list[EntryPoint]:
+        assert group == providers.ENTRY_POINT_GROUP
+        return [point] if name in (None, point.name) else []
+
+    monkeypatch.setattr(providers, "entry_points", points)
+    assert "plugin-echo" in provider_names()
+    factory = providers.provider("plugin-echo")
+    assert factory.__module__ == "plugin_judge_provider" and factory.__name__ == "PluginBackend"
