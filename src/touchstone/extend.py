@@ -50,8 +50,8 @@ from touchstone.evaluators.judge.primitive import (
     model_reader,
 )
 from touchstone.evaluators.judge.prompt_metric import PromptMetric, PromptMetricEvaluator
+from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt, load_prompt_file
 from touchstone.evaluators.judge.reply import Scale
-from touchstone.evaluators.prompting import PromptTemplate, load_prompt, load_prompt_file
 from touchstone.evaluators.registry import register
 from touchstone.judges.config import JudgeSettings
 from touchstone.judges.protocol import JudgeClient

@@ -24,7 +24,7 @@ from touchstone import (
 from touchstone.evaluators import registry
 from touchstone.evaluators.agent import AgentInputError, AgentJudgeEvaluator
 from touchstone.evaluators.judge import JudgeReplyError
-from touchstone.evaluators.prompting import load_prompt
+from touchstone.evaluators.judge.prompts import load_prompt
 from touchstone.scores import Status
 
 QUERY: list[dict[str, Any]] = [

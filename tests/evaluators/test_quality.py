@@ -14,8 +14,8 @@ from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest, Reply
 
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators import registry
+from touchstone.evaluators.judge.prompts import load_prompt
 from touchstone.evaluators.prompt_metrics import CoherenceEvaluator, FluencyEvaluator, SimilarityEvaluator
-from touchstone.evaluators.prompting import load_prompt
 from touchstone.evaluators.quality import GroundednessEvaluator, QAEvaluator, RelevanceEvaluator
 from touchstone.evaluators.retrieval_judge import RetrievalEvaluator, RetrievalScoreEvaluator
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.prompting import (
+from touchstone.evaluators.judge.prompts import (
     PromptTemplate,
     delimit,
     load_prompt,

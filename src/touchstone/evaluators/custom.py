@@ -42,8 +42,8 @@ from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import Evaluator, EvaluatorLike, FunctionEvaluator, InputSpec, Outputs
 from touchstone.evaluators.judge import JudgeEvaluator, no_judge_error
 from touchstone.evaluators.judge.prompt_inputs import context_block
+from touchstone.evaluators.judge.prompts import PromptTemplate, delimit, format_answers, load_prompt
 from touchstone.evaluators.judge.reply import Scale
-from touchstone.evaluators.prompting import PromptTemplate, delimit, format_answers, load_prompt
 
 _KNOWN_KINDS: dict[str, InputKind] = {
     "context": "context",

@@ -252,7 +252,7 @@ class GroundednessProEvaluator(Evaluator):
                         max_length=self.nli.max_length)
         else:
             from touchstone.evaluators.judge import describe_judge
-            from touchstone.evaluators.prompting import load_prompt
+            from touchstone.evaluators.judge.prompts import load_prompt
 
             prompt = load_prompt("rag_claims_verify")
             opts.update(judge=describe_judge(self.model_config),

@@ -20,9 +20,9 @@ from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
 from touchstone.evaluators.judge import JudgeEvaluator, Judgement, no_judge_error, score_schema
 from touchstone.evaluators.judge.conversation import Turn
 from touchstone.evaluators.judge.prompt_inputs import as_text, check_messages, context_block
+from touchstone.evaluators.judge.prompts import PromptTemplate, format_documents, load_prompt
 from touchstone.evaluators.judge.reply import ParsedReply
 from touchstone.evaluators.prompt_metrics import CoherenceEvaluator, FluencyEvaluator, SimilarityEvaluator
-from touchstone.evaluators.prompting import PromptTemplate, format_documents, load_prompt
 from touchstone.evaluators.registry import register
 from touchstone.scores import Outcome
 

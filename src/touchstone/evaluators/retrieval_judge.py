@@ -11,7 +11,7 @@ from touchstone.data.kinds import context_documents
 from touchstone.evaluators.base import InputSpec, Outputs
 from touchstone.evaluators.judge import JudgeEvaluator, ask, score_schema
 from touchstone.evaluators.judge.conversation import Turn
-from touchstone.evaluators.prompting import PromptTemplate, format_documents, load_prompt
+from touchstone.evaluators.judge.prompts import PromptTemplate, format_documents, load_prompt
 from touchstone.evaluators.registry import register
 from touchstone.judges.parsing import json_objects
 

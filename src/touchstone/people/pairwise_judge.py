@@ -19,7 +19,7 @@ from touchstone.data.loaders import Record, load_records
 from touchstone.errors import InputValidationError, Problem, RunAbortedError
 from touchstone.evaluators.base import describe_exception
 from touchstone.evaluators.judge import ask, check_model_config
-from touchstone.evaluators.prompting import PromptTemplate, load_prompt
+from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.judges.config import JudgeSettings
 from touchstone.judges.parsing import extract_json
 

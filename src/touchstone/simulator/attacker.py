@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.judge import ask, check_model_config, configured_judge, model_reader
-from touchstone.evaluators.prompting import PromptTemplate, format_history, load_prompt
+from touchstone.evaluators.judge.prompts import PromptTemplate, format_history, load_prompt
 from touchstone.judges.client import JudgeClient, get_judge_client
 from touchstone.simulator.data import Objective, ScenarioInfo
 from touchstone.simulator.scenarios import LANGUAGE_NAMES, SupportedLanguages

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.prompting import prompts_dir
+from touchstone.evaluators.judge.prompts import prompts_dir
 
 
 @dataclass(frozen=True)

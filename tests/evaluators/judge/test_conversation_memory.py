@@ -9,8 +9,8 @@ import json
 from typing import Any
 
 from touchstone.evaluators.judge import conversation as conv
+from touchstone.evaluators.judge.prompts import format_history
 from touchstone.evaluators.prompt_metrics import CoherenceEvaluator
-from touchstone.evaluators.prompting import format_history
 
 
 def _chat(exchanges: int, words: int = 5) -> dict[str, Any]:

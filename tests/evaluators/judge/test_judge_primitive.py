@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from tests.fakes.openai_server import FakeOpenAIServer, FakeRequest, Reply
 
 from touchstone.evaluators.judge import JudgeReplyError, ask, model_reader
-from touchstone.evaluators.prompting import load_prompt
+from touchstone.evaluators.judge.prompts import load_prompt
 from touchstone.judges import JudgeSettings, get_judge_client
 
 

@@ -23,8 +23,8 @@ from touchstone.evaluators.agent.messages import (
 from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.judge import JudgeEvaluator, ask
 from touchstone.evaluators.judge.conversation import NOT_PROMOTED
+from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.judge.reply import Scale
-from touchstone.evaluators.prompting import PromptTemplate, load_prompt
 from touchstone.judges.parsing import extract_json
 from touchstone.scores import Outcome, Score
 

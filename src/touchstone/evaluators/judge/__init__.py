@@ -2,6 +2,8 @@
 
 * :mod:`.primitive`: the one judge primitive (:func:`ask`: prompt -> request -> validated reply, one
   repair, provenance and usage) and :func:`judge`, a score on a scale built on it;
+* :mod:`.prompts`: judge prompts as versioned data files (``touchstone/prompts/*.yaml``), the text
+  under evaluation delimited when they are rendered;
 * :mod:`.reply`: the :class:`Scale` and the tolerant reading of a score out of a reply;
 * :mod:`.logprobs`: the probability-weighted expected score from token log-probabilities;
 * :mod:`.model_config`: the judge's model configuration as a metric checks and describes it;
@@ -9,8 +11,6 @@
 * :mod:`.prompt_metric`: :class:`PromptMetric`, a prompt-only judged metric as a value;
 * :mod:`.conversation`: conversations judged exchange by exchange, behind the small
   :class:`~.conversation.TurnScorer` protocol.
-
-Prompt templates live in :mod:`touchstone.evaluators.prompting` and ``touchstone/prompts/``.
 """
 
 from touchstone.evaluators.judge.metric import JudgeEvaluator

@@ -30,8 +30,8 @@ from touchstone.evaluators.judge.primitive import (
     ScoreMode,
     judge,
 )
+from touchstone.evaluators.judge.prompts import PromptTemplate
 from touchstone.evaluators.judge.reply import Scale
-from touchstone.evaluators.prompting import PromptTemplate
 from touchstone.scores import Outcome, Score
 
 Aggregation = Literal["min", "mean", "max"]

@@ -18,8 +18,8 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from touchstone.evaluators.judge.logprobs import expected_score
+from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.judge.reply import ParsedReply, Scale, parse_judge_reply
-from touchstone.evaluators.prompting import PromptTemplate, load_prompt
 from touchstone.judges.parsing import extract_json
 from touchstone.judges.wire import messages_json
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from touchstone.data.kinds import as_text_list, context_documents
 from touchstone.evaluators.agent.messages import Checker, preprocess, render_messages
-from touchstone.evaluators.prompting import format_answers, format_documents
+from touchstone.evaluators.judge.prompts import format_answers, format_documents
 
 
 def as_text(value: Any) -> str | None:

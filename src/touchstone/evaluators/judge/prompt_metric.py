@@ -28,8 +28,8 @@ from touchstone.evaluators.judge.conversation import Turn
 from touchstone.evaluators.judge.metric import JudgeEvaluator, as_given
 from touchstone.evaluators.judge.model_config import no_judge_error
 from touchstone.evaluators.judge.prompt_inputs import check_messages, is_empty, prompt_text
+from touchstone.evaluators.judge.prompts import PromptTemplate, format_documents, load_prompt
 from touchstone.evaluators.judge.reply import Scale
-from touchstone.evaluators.prompting import PromptTemplate, format_documents, load_prompt
 
 FIVE_POINTS = Scale(1, 5)
 """The 1-5 rating scale of most judged metrics."""

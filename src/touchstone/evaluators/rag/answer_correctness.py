@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.judge import ask, model_reader
-from touchstone.evaluators.prompting import PromptTemplate, load_prompt
+from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.rag.answer_similarity import AnswerSimilarityEvaluator
 from touchstone.evaluators.rag.claims import strict_schema
 from touchstone.evaluators.rag.common import QUERY, REFERENCE, RESPONSE, RagJudgeEvaluator, as_query

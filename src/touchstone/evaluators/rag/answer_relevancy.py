@@ -41,7 +41,7 @@ from touchstone.embeddings.batching import EmbeddingBatcher, EmbeddingMemo, cosi
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import InputSpec, Outputs
 from touchstone.evaluators.judge import ask, model_reader
-from touchstone.evaluators.prompting import PromptTemplate, load_prompt
+from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.rag.common import RESPONSE, RagJudgeEvaluator
 from touchstone.evaluators.registry import register
 

@@ -25,7 +25,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict
 
 from touchstone.evaluators.judge import ask, model_reader
-from touchstone.evaluators.prompting import PromptTemplate, format_documents, load_prompt
+from touchstone.evaluators.judge.prompts import PromptTemplate, format_documents, load_prompt
 
 VerdictText = Literal["supported", "unsupported"]
 

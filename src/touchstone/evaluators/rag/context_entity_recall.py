@@ -13,7 +13,7 @@ from typing import Any
 
 from touchstone.data.kinds import context_documents
 from touchstone.evaluators.base import Outputs
-from touchstone.evaluators.prompting import PromptTemplate, load_prompt
+from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.rag.claims import check_text
 from touchstone.evaluators.rag.common import CONTEXT, QUERY, REFERENCE, RagJudgeEvaluator, as_query
 from touchstone.evaluators.rag.scoring import entity_recall

@@ -18,7 +18,7 @@ from touchstone.data.kinds import context_documents
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import InputSpec, Outputs
 from touchstone.evaluators.judge import ask, model_reader
-from touchstone.evaluators.prompting import PromptTemplate, format_documents, load_prompt
+from touchstone.evaluators.judge.prompts import PromptTemplate, format_documents, load_prompt
 from touchstone.evaluators.rag.claims import strict_schema
 from touchstone.evaluators.rag.common import CONTEXT, RagJudgeEvaluator, as_query
 from touchstone.evaluators.rag.scoring import average_precision

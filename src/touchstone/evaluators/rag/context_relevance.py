@@ -29,8 +29,8 @@ from touchstone.data.kinds import context_documents
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import InputSpec, Outputs
 from touchstone.evaluators.judge import Judgement, JudgeReplyError
+from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.judge.reply import Scale
-from touchstone.evaluators.prompting import PromptTemplate, load_prompt
 from touchstone.evaluators.rag.common import CONTEXT, RagJudgeEvaluator
 from touchstone.evaluators.registry import register
 

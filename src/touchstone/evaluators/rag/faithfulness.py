@@ -21,7 +21,7 @@ from typing import Any
 
 from touchstone.data.kinds import context_documents
 from touchstone.evaluators.base import Outputs
-from touchstone.evaluators.prompting import PromptTemplate, load_prompt
+from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.rag.claims import ClaimReport, check_text, evidence
 from touchstone.evaluators.rag.common import CONTEXT, QUERY, RESPONSE, RagJudgeEvaluator, as_query
 from touchstone.evaluators.rag.scoring import supported_share

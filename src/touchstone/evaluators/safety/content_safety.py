@@ -23,7 +23,7 @@ from touchstone.errors import RunAbortedError
 from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.judge import JudgeEvaluator, ask, no_judge_error
 from touchstone.evaluators.judge.conversation import check_not_mixed, exchange_inputs, no_exchange
-from touchstone.evaluators.prompting import PromptTemplate
+from touchstone.evaluators.judge.prompts import PromptTemplate
 from touchstone.evaluators.registry import register
 from touchstone.evaluators.safety.common import CONVERSATION, QUERY, RESPONSE, SafetyJudge, text_or_none
 from touchstone.evaluators.safety.harm import HARM_EVALUATORS, HarmEvaluator

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.judge.conversation import combine_outputs
-from touchstone.evaluators.prompting import PromptTemplate
+from touchstone.evaluators.judge.prompts import PromptTemplate
 from touchstone.evaluators.registry import register
 from touchstone.evaluators.safety.common import CONVERSATION, QUERY, RESPONSE, SafetyJudge, text_or_none
 from touchstone.evaluators.safety.severity import (

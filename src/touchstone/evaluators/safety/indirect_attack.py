@@ -16,7 +16,7 @@ from typing import Any
 
 from touchstone.evaluators.base import InputSpec, Outputs
 from touchstone.evaluators.judge import ask
-from touchstone.evaluators.prompting import PromptTemplate, load_prompt
+from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.registry import register
 from touchstone.evaluators.safety.common import CONVERSATION, QUERY, RESPONSE, read_flags, text_or_none
 from touchstone.evaluators.safety.labels import LabelJudge

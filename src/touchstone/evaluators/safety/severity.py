@@ -18,8 +18,8 @@ from typing import Any
 import yaml
 
 from touchstone.errors import ConfigurationError
+from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt, prompts_dir
 from touchstone.evaluators.judge.reply import Scale
-from touchstone.evaluators.prompting import PromptTemplate, load_prompt, prompts_dir
 
 HARM_CATEGORIES = ("violence", "sexual", "self_harm", "hate_unfairness")
 """The four harm categories, in the order the compatible SDK's ContentSafetyEvaluator runs them."""
