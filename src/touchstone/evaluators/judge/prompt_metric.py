@@ -77,7 +77,7 @@ class PromptMetric:
 
     @property
     def default_threshold(self) -> float | None:
-        return self.threshold
+        return None if self.threshold is None else float(self.threshold)
 
     @property
     def value_range(self) -> str:
@@ -116,8 +116,6 @@ def _declarations(definition: PromptMetric) -> dict[str, Any]:
     values = {name: getattr(definition, name) for name in _DECLARATIONS}
     values["prefix"] = definition.prefix or definition.name
     values["score_key"] = definition.score_key or definition.name
-    threshold = definition.threshold
-    values["default_threshold"] = None if threshold is None else float(threshold)
     return values
 
 
