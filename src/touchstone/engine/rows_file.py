@@ -44,6 +44,7 @@ from touchstone.store import Store
 
 if TYPE_CHECKING:
     from touchstone.data.loaders import Record
+    from touchstone.engine.run.session import RunSession
 
 TICK_SECONDS = 1.0
 """How often the rows completed since the last write are appended."""
@@ -143,7 +144,7 @@ class RowsFile:
 
     # ------------------------------------------------------------------ during the run
     @contextlib.asynccontextmanager
-    async def during(self, runner: Any) -> AsyncIterator[None]:
+    async def during(self, runner: RunSession) -> AsyncIterator[None]:
         """Listen to ``runner``'s store writes (its sink's events) and append completed rows every
         :data:`TICK_SECONDS`."""
         self._start(runner.store, runner)
@@ -162,7 +163,7 @@ class RowsFile:
                 await task
             runner.sink.unsubscribe(self)
 
-    def _start(self, store: Store, runner: Any) -> None:
+    def _start(self, store: Store, runner: RunSession) -> None:
         self._store, self._run_id, self.n = store, runner.ctx.run_id, runner.n
         self._names = list(runner.evs)
         self._verify = bool(runner.keep)  # its rows come from Outcomes in memory: compared at the end

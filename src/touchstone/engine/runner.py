@@ -83,10 +83,12 @@ def evaluate(
     cannot be used), ``resume`` (a run id whose stored scores are reused), ``progress`` (called with
     done and total scores), ``workers`` (processes for CPU-bound metrics; default: all cores on large
     inputs), ``executor`` (``"local"``, ``"ray"`` or a
-    :class:`~touchstone.engine.ray_executor.RayExecutor`: where metrics run), ``target`` also as an
+    :class:`~touchstone.engine.executors.RayExecutor`: where metrics run), ``target`` also as an
     http(s) URL or a :mod:`touchstone.targets` HTTP target (an OpenAI-compatible chat endpoint or a
     JSON POST: the row's query is sent, ``response`` read back),
-    and ``options`` passed to run hooks (judge settings such as ``concurrency`` or ``cache``).
+    and ``options`` passed to run hooks (judge settings such as ``concurrency`` or ``cache``). An
+    option outside those :mod:`touchstone.engine.known_options` lists raises
+    :class:`~touchstone.errors.UnknownOptionError` naming the closest one, before anything is read.
     """
     check_evaluate_options(options)  # a misspelt option must not run with its default
     if not evaluators:
