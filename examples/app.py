@@ -23,7 +23,8 @@ KNOWLEDGE_BASE = {
              "US orders in 2 to 4.",
     "kb-06": "Unused items can be returned within 60 days for a full refund. "
              "Used gear can be exchanged within 30 days.",
-    "kb-07": "The Cinder stove burns isobutane canisters and boils one litre of water in 3 minutes 20 seconds.",
+    "kb-07": "The Cinder stove burns isobutane canisters and boils one litre of water "
+             "in 3 minutes 20 seconds.",
     "kb-08": "Never use the Cinder stove inside a tent or any closed space: it produces carbon monoxide.",
     "kb-09": "All tents carry a five-year warranty against manufacturing defects. "
              "Lanterns and stoves carry two years.",
