@@ -237,42 +237,46 @@ def describe_cycle(cycle: list[str], graph: dict[str, dict[str, int]]) -> str:
 
 def knots(graph: dict[str, dict[str, int]]) -> list[list[str]]:
     """The strongly connected components of ``graph`` with more than one module (each sorted): every
-    set of modules tied together by a cycle, so a report lists all of them at once (Tarjan)."""
+    set of modules tied together by a cycle, so a report lists all of them at once (Tarjan's
+    algorithm, with an explicit stack rather than recursion)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     on_stack: set[str] = set()
     found: list[list[str]] = []
-
-    def connect(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in graph.get(node, {}):
-            if nxt not in index:
-                connect(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component: list[str] = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 10 * len(graph) + 100))
-    try:
-        for start in sorted(graph):
-            if start not in index:
-                connect(start)
-    finally:
-        sys.setrecursionlimit(limit)
+    for root in sorted(graph):
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph.get(root, {}))))]
+        while work:
+            node, successors = work[-1]
+            nxt = next(successors, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, {})))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
     return sorted(found)
 
 
