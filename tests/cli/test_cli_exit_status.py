@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 from tests.fakes.openai_server import FakeOpenAIServer
 from typer.testing import CliRunner
 
 from touchstone.cli import app
+from touchstone.cli.app import COMMANDS as COMMAND_TABLE
+from touchstone.cli.app import load_command
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 QA = EXAMPLES / "qa.jsonl"
@@ -132,7 +133,7 @@ COMMANDS = ["eval", "metrics", "runs", "show", "version"]
 def test_help_of_each_command_explains_every_option(command: str) -> None:
     result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
     assert result.exit_code == 0, result.output
-    click_command = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    click_command = load_command(next(c for c in COMMAND_TABLE if c.name == command))
     assert click_command.help  # the command says what it does
     for param in click_command.params:
         if param.name == "help":

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from touchstone._text import markup_safe
 from touchstone.errors import InputValidationError, Problem
@@ -137,16 +138,16 @@ def fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
-def _summary_row(key: str, entry: Mapping[str, Any]) -> list[str]:
+def _summary_row(key: str, entry: Mapping[str, Any], digits: int = 4) -> list[str]:
     failed = entry.get("n_failed", 0)
     failed_text = f"[red]{failed}[/]" if failed else "0"
     key = markup_safe(key, keep_newlines=False)  # metric names may come from a user's metric file
-    if entry.get("corpus"):
-        return [key + " (corpus)", fmt(entry.get("value")), "-", str(entry.get("n", "-")), failed_text, "-"]
+    if entry.get("corpus"):  # one score over the whole corpus: no interval, no pass rate
+        return [key, fmt(entry.get("value")), "(corpus)", str(entry.get("n", "-")), failed_text, "-"]
     if entry.get("n") == 0:  # every row failed: say so plainly instead of a made-up mean
         return [f"[red]{key}[/]", NO_VALUE, NO_VALUE, "0", failed_text, NO_VALUE]
     lo, hi = entry.get("ci95") or [None, None]
-    ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None else "-"
+    ci = f"[{fmt(lo, digits)}, {fmt(hi, digits)}]" if lo is not None else "-"
     rate = entry.get("pass_rate")
     return [
         key,
@@ -158,17 +159,35 @@ def _summary_row(key: str, entry: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def summary_table(summary: Mapping[str, Mapping[str, Any]], title: str | None = None) -> Table:
-    """The summary of a run, one metric a line: mean, 95% CI, n, failed rows, pass rate."""
+def _shown_key(full_key: str) -> str:
+    name, _, sub = full_key.partition(".")
+    return sub if sub == name else full_key  # "f1_score.f1_score" reads better as "f1_score"
+
+
+def summary_table(
+    summary: Mapping[str, Mapping[str, Any]], title: str | None = None, width: int | None = None
+) -> Table:
+    """The summary of a run, one metric a line: mean, 95% CI, n, failed rows, pass rate.
+
+    Metric names are never cut: when the table would not fit in ``width`` columns (the console's by
+    default), the interval is shown to 3 decimals; if it still does not fit, a name breaks only
+    after its ``evaluator.`` part, each part whole."""
+    headers = ("metric", "mean", "95% CI", "n", "failed", "pass rate")
+
+    def needed(rows: list[list[str]]) -> int:
+        widths = [max([len(h), *(Text.from_markup(r[i]).cell_len for r in rows)])
+                  for i, h in enumerate(headers)]
+        return sum(widths) + 3 * len(headers) + 1
+
+    available = width or out.width
+    rows = [_summary_row(_shown_key(k), entry) for k, entry in summary.items()]
+    if needed(rows) > available:
+        rows = [_summary_row(_shown_key(k), entry, digits=3) for k, entry in summary.items()]
+    fits = needed(rows) <= available
     table = Table(title=title, title_justify="left")
-    table.add_column("metric", style="bold")
-    table.add_column("mean", justify="right")
-    table.add_column("95% CI", justify="right")
-    table.add_column("n", justify="right")
-    table.add_column("failed", justify="right")
-    table.add_column("pass rate", justify="right")
-    for full_key, entry in summary.items():
-        name, _, sub = full_key.partition(".")
-        key = sub if sub == name else full_key  # "f1_score.f1_score" reads better as "f1_score"
-        table.add_row(*_summary_row(key, entry))
+    table.add_column("metric", style="bold", no_wrap=fits, overflow="fold")
+    for header in headers[1:]:
+        table.add_column(header, justify="right", no_wrap=True)
+    for cells in rows:
+        table.add_row(cells[0] if fits else cells[0].replace(".", ".\n"), *cells[1:])
     return table
