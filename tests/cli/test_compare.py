@@ -198,3 +198,17 @@ def test_rows_changed_most_shows_both_rows_with_their_outputs(
     assert first.data_a["inputs"]["response"] == "the answer is 3"
     assert first.data_b["inputs"]["response"] == "no idea"
     assert first.data_b["outputs"]["f1_score"] == 0.0 and first.data_a["outputs"]["f1_score_result"] == "pass"
+
+
+def test_at_80_columns_each_metric_is_a_block_with_nothing_cut(
+    lexical_runs: tuple[Path, str, str, str],
+) -> None:
+    store, good, worse, _ = lexical_runs
+    result = runner.invoke(app, ["compare", good, worse, "--store", str(store)], env={"COLUMNS": "80"})
+    assert result.exit_code == 1
+    text = result.stdout
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text
+    assert "f1.f1_score ↑  worse" in text and "em.exact_match ↑  worse" in text
+    assert "pass rate " in text and " -> " in text
+    assert "B - A -" in text  # the difference, signed, with its interval on the same line

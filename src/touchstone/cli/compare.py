@@ -7,6 +7,8 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 import typer
+from rich.console import Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -75,6 +77,37 @@ def comparison_table(doc: dict[str, Any]) -> Table:
             verdict,
         )
     return table
+
+
+WIDE = 140
+"""From this many columns up the comparison is one table; below it, a short block per metric."""
+
+
+def comparison_blocks(doc: dict[str, Any]) -> Group:
+    """The comparison for a narrow terminal: per metric its name and verdict on one line, then the
+    means, the difference with its interval, the p-values and the pass rates, wrapped as text."""
+    a, b = doc["run_a"], doc["run_b"]
+    level = f"{doc['ci_level']:.0%}"
+    parts: list[Text | Padding] = [
+        Text(f"compare A = {one_line(a['id'])} with B = {one_line(b['id'])} (difference B - A)", style="bold")
+    ]
+    for m in doc["metrics"]:
+        head = Text(f"{one_line(m['metric'])} {'↑' if m['higher_is_better'] else '↓'}  ", style="bold")
+        head.append(m["verdict"], style=_VERDICT_STYLE[m["verdict"]])
+        if m["pass_verdict"] not in ("not compared", "no detectable difference"):
+            head.append(f"; pass rate {m['pass_verdict']}", style=_VERDICT_STYLE[m["pass_verdict"]])
+        ci = m["ci"]
+        lines = [f"{m['n_pairs']} pairs · A {fmt(m['mean_a'])} · B {fmt(m['mean_b'])}"]
+        if m["difference"] is not None:
+            interval = "" if ci is None else f" ({level} CI {fmt(ci[0])} to {fmt(ci[1])})"
+            lines.append(f"B - A {m['difference']:+.4f}{interval}")
+        lines.append(f"p {_p(m['p_value'])} · Holm {_p(m['p_holm'])}")
+        if m["pass_rate_a"] is not None:
+            mc = m["mcnemar"]
+            mcnemar = "" if mc is None else f" · McNemar Holm {_p(mc['p_holm'])}"
+            lines.append(f"pass rate {_rate(m['pass_rate_a'])} -> {_rate(m['pass_rate_b'])}{mcnemar}")
+        parts += [head, Padding(Text("\n".join(lines)), (0, 0, 0, 2))]
+    return Group(*parts)
 
 
 def _keys(keys: Sequence[Hashable], total: int) -> str:
@@ -154,7 +187,7 @@ def compare_command(
     if as_json:
         out.print_json(json_dumps(doc, default=str))
     else:
-        out.print(comparison_table(doc))
+        out.print(comparison_table(doc) if out.width >= WIDE else comparison_blocks(doc))
         print_notes(doc)
         if result.regressions:
             names = ", ".join(m.metric for m in result.regressions)
