@@ -55,6 +55,7 @@ def test_simulate_writes_conversations_that_eval_accepts(
     first = out.read_text()
     lines = [json.loads(line) for line in first.splitlines()]
     assert len(lines) == 4 and all(item["messages"][-1]["role"] == "assistant" for item in lines)
+    assert [item["id"] for item in lines] == ["c1", "c2", "c3", "c4"]
     assert "4 conversations" in result.output
     assert invoke(args).exit_code == 0
     assert out.read_text() == first  # same seed, same file
@@ -75,8 +76,10 @@ def test_simulate_with_a_json_post_target_jailbreak_and_qr(
     regular = [json.loads(x) for x in out.read_text().splitlines()]
     jailbroken = [json.loads(x) for x in (tmp_path / "qr.jailbreak.jsonl").read_text().splitlines()]
     assert len(regular) == len(jailbroken) == 4  # two conversations of two exchanges
-    assert set(regular[0]) == {"query", "response", "category"}
+    assert set(regular[0]) == {"id", "query", "response", "category"}
     assert regular[0]["query"] in jailbroken[0]["query"]
+    # the same ids in both files, one per exchange, so touchstone jailbreak pairs the rows by id
+    assert [r["id"] for r in regular] == [r["id"] for r in jailbroken] == ["c1-t1", "c1-t2", "c2-t1", "c2-t2"]
 
 
 def test_simulate_indirect_with_a_callback(judge: FakeOpenAIServer, tmp_path: Path,

@@ -31,9 +31,21 @@ def _jailbreak_path(path: Path) -> Path:
 
 
 def _write(path: Path, results: Any, qr: bool) -> None:
-    text = results.to_eval_qr_json_lines() if qr else results.to_json_lines()
+    """The conversations (or, with ``--qr``, their exchanges) as JSONL, each line with an ``id``:
+    ``c<n>`` for the n-th conversation (``c<n>-t<k>`` for its k-th exchange), the same in a run's
+    regular and jailbreak files, so ``touchstone jailbreak`` pairs their rows by id."""
+    import json
+
+    from touchstone.simulator.output import qa_rows
+
+    lines: list[dict[str, Any]] = []
+    for n, item in enumerate(results, start=1):
+        if qr:
+            lines += [{"id": f"c{n}-t{k}", **row} for k, row in enumerate(qa_rows(item), start=1)]
+        else:
+            lines.append({"id": f"c{n}", **item})
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
 
 
 def _report(name: str, path: Path, results: Any) -> int:
