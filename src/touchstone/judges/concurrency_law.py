@@ -55,7 +55,14 @@ class ConcurrencyLaw:
         self._served.append(level)
         if level >= self._strike_level:
             self._strike_level = 0  # served after all: that refusal was chance
-        self._increase()
+        if self.limit >= self.maximum:
+            return
+        # written out here, not in a method of its own: this runs once per judge call
+        self._successes += 1
+        if self.limit < self.threshold:
+            self.limit = min(self.threshold, self.limit + 1.0)
+        elif self.decreases == 0 or self._successes >= self.hold_rounds * self.threshold:
+            self.limit = min(float(self.maximum), self.limit + self.increase_per_round / self.limit)
 
     def counts(self, generation: int, level: int) -> bool:
         """Whether a refusal of a request sent in ``generation`` at ``level`` is a capacity signal
@@ -82,12 +89,3 @@ class ConcurrencyLaw:
         self.generation += 1
         self.decreases += 1
         self.min_limit = min(self.min_limit, self.limit)
-
-    def _increase(self) -> None:
-        if self.limit >= self.maximum:
-            return
-        self._successes += 1
-        if self.limit < self.threshold:
-            self.limit = min(self.threshold, self.limit + 1.0)
-        elif self.decreases == 0 or self._successes >= self.hold_rounds * self.threshold:
-            self.limit = min(float(self.maximum), self.limit + self.increase_per_round / self.limit)

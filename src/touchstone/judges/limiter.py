@@ -1,23 +1,15 @@
 """Adaptive concurrency and request/token rate caps.
 
-:class:`AdaptiveLimiter` is a semaphore whose size moves: it halves when the server answers 429 (once
-per burst: 429s of requests that were started before the last decrease do not count again), climbs
-quickly back to the level the server was seen to admit (one slot per success, like TCP slow start) and
-then, after ``hold_rounds`` rounds of successes at that level (a round: as many successes as slots),
-slowly beyond it (``increase_per_round`` slots per round), never above the configured maximum.
-The admitted level is the number of requests that were sent before the refused
-one and were still in flight when it was refused: the server was serving them all. A server's
-Retry-After can also pause new requests for a while (:meth:`AdaptiveLimiter.pause`).
-
-Only refusals that say something about concurrency lower the limit. A 429 met at a level of
-concurrency the server has recently served (one of the last :data:`SERVED_WINDOW` replies came back
-with at least as many requests in flight) is not a capacity signal: a server that refuses a few
-requests at random (a flaky gateway, a shared per-minute window) would otherwise halve the limit again
-and again and throttle the run to one request at a time. A capacity limit refuses the requests *above*
-the level it serves, and those lower the limit: at once when no reply has come back yet, else on the
-second such refusal before a reply comes back at that level (one refusal just above the levels served
-while the limit probes upwards is as likely chance as capacity). Timeouts, dropped connections and
-5xx never lower it: a slow or failing reply is not the server asking for less concurrency.
+:class:`AdaptiveLimiter` is a semaphore whose size moves by the law of
+:mod:`~touchstone.judges.concurrency_law` (the one a Ray cluster's limit follows too): it halves when
+the server answers 429 (once per burst), climbs quickly back to the level the server was seen to admit
+and then slowly beyond it, never above the configured maximum. Only refusals that say something about
+concurrency lower it: a 429 at a level the server has just served is chance, not capacity. The limiter
+adds what the law does not see: the slots and the callers waiting for them, and the *admitted* level
+of a refusal, the requests sent before the refused one and still in flight when it was refused (the
+server was serving them all). Timeouts, dropped connections and 5xx never lower the limit: a slow or
+failing reply is not the server asking for less concurrency. A server's Retry-After can also pause
+new requests for a while (:meth:`AdaptiveLimiter.pause`).
 
 A request that takes far longer than the server's recent replies (:meth:`AdaptiveLimiter.stall_after`)
 is *detached* (:meth:`AdaptiveLimiter.detach`): it keeps waiting for its reply up to its timeout, but
@@ -34,6 +26,8 @@ import math
 import time
 from dataclasses import dataclass
 
+from touchstone.judges.concurrency_law import ConcurrencyLaw
+
 
 @dataclass
 class Ticket:
@@ -49,9 +43,6 @@ class Ticket:
     """Its slot was given to another request while it still waited (a stalled request)."""
 
 
-SERVED_WINDOW = 64
-"""How many of the latest replies tell which levels of concurrency the server serves."""
-
 STALL_FACTOR = 4.0
 """A request in flight this many times the recent 90th percentile of reply times is stalled..."""
 STALL_MIN_SECONDS = 0.5
@@ -63,7 +54,8 @@ LATENCY_SAMPLES = 64
 
 
 class AdaptiveLimiter:
-    """At most ``limit`` holders at once; ``limit`` adapts between 1 and ``maximum``."""
+    """At most ``current`` holders at once; the limit adapts between 1 and ``maximum`` by its
+    :attr:`law` (``adaptive=False``: it stays at ``maximum``)."""
 
     def __init__(
         self,
@@ -73,28 +65,68 @@ class AdaptiveLimiter:
         increase_per_round: float = 1.0,
         hold_rounds: float = 8.0,
     ) -> None:
-        self.maximum = max(1, int(maximum))
+        self.law = ConcurrencyLaw(maximum, increase_per_round=increase_per_round, hold_rounds=hold_rounds)
+        self.maximum = self.law.maximum
         self.adaptive = adaptive
-        self.limit = float(self.maximum)
-        self.threshold = float(self.maximum)  # last level known to work; below it we climb fast
-        self.increase_per_round = increase_per_round
-        self.hold_rounds = hold_rounds
-        self._successes = 0  # since the last decrease
         self.in_flight = 0
-        self.generation = 0
-        self.decreases = 0
-        self.min_limit = self.limit
         self._seq = 0
         self._active: dict[int, None] = {}  # seqs of the slots held, in the order they were taken
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._paused_until = 0.0
-        self._served: collections.deque[int] = collections.deque(maxlen=SERVED_WINDOW)  # their levels
-        self.ignored_refusals = 0  # 429s at a level the server had just served
-        self._strike_level = 0  # the lowest level refused above the served ones (0: none)
         self.detached = 0  # requests still waiting whose slots were handed on
         self.detached_total = 0
         self._latencies: collections.deque[float] = collections.deque(maxlen=LATENCY_SAMPLES)
         self._stall: float | None = None
+
+    # The law's figures, read through the limiter (a judge session's provenance reads them here; a
+    # Ray worker's limiter writes the cluster's ``decreases`` and ``min_limit`` over them).
+    @property
+    def limit(self) -> float:
+        """The limit now, a fraction of a slot included."""
+        return self.law.limit
+
+    @property
+    def threshold(self) -> float:
+        """The last level known to work: below it the limit climbs one slot per success."""
+        return self.law.threshold
+
+    @property
+    def increase_per_round(self) -> float:
+        """Slots the limit grows per round of successes above :attr:`threshold`."""
+        return self.law.increase_per_round
+
+    @property
+    def hold_rounds(self) -> float:
+        """Rounds of successes at :attr:`threshold` before the limit grows beyond it."""
+        return self.law.hold_rounds
+
+    @property
+    def generation(self) -> int:
+        """Decreases so far: a ticket taken in an older generation was sent before the last one."""
+        return self.law.generation
+
+    @property
+    def decreases(self) -> int:
+        """How many times the limit was halved."""
+        return self.law.decreases
+
+    @decreases.setter
+    def decreases(self, value: int) -> None:
+        self.law.decreases = value
+
+    @property
+    def min_limit(self) -> float:
+        """The lowest the limit has been."""
+        return self.law.min_limit
+
+    @min_limit.setter
+    def min_limit(self, value: float) -> None:
+        self.law.min_limit = value
+
+    @property
+    def ignored_refusals(self) -> int:
+        """429s at a level the server had just served (not taken as a capacity signal)."""
+        return self.law.ignored_refusals
 
     @property
     def waiting(self) -> bool:
@@ -104,7 +136,7 @@ class AdaptiveLimiter:
     @property
     def current(self) -> int:
         """The whole number of slots now available to holders."""
-        return max(1, int(self.limit))
+        return self.law.current
 
     async def acquire(self) -> Ticket:
         """Wait for a slot (first come, first served)."""
@@ -132,7 +164,7 @@ class AdaptiveLimiter:
         self.in_flight += 1
         self._seq += 1
         self._active[self._seq] = None
-        return Ticket(self.generation, time.monotonic(), self._seq, self.in_flight)
+        return Ticket(self.law.generation, time.monotonic(), self._seq, self.in_flight)
 
     def _wake(self) -> None:
         free = self.current - self.in_flight
@@ -155,13 +187,10 @@ class AdaptiveLimiter:
             if len(self._latencies) % 8 == 0 or self._stall is None:
                 self._stall = self._stall_from_samples()
         if self.adaptive:
-            if outcome == "rate_limited":
-                self._refused(ticket)
-            elif outcome == "success":
-                self._served.append(ticket.level)
-                if ticket.level >= self._strike_level:
-                    self._strike_level = 0  # served after all: that refusal was chance
-                self._increase()
+            if outcome == "success":
+                self.law.succeeded(ticket.level)
+            elif outcome == "rate_limited" and self.law.counts(ticket.generation, ticket.level):
+                self.law.decrease(self._admitted(ticket))
         self._wake()
 
     def stall_after(self) -> float | None:
@@ -189,41 +218,14 @@ class AdaptiveLimiter:
         self._active.pop(ticket.seq, None)
         self._wake()
 
-    def _refused(self, ticket: Ticket) -> None:
-        if ticket.generation != self.generation:
-            return  # this request was sent before we last backed off: same burst
-        if self._served:
-            if ticket.level <= max(self._served):  # it has just served this many at once
-                self.ignored_refusals += 1
-                return
-            if not self._strike_level:  # the first refusal above the served levels: wait for a second
-                self._strike_level = ticket.level
-                return
-        self._decrease(ticket)
-
-    def _decrease(self, ticket: Ticket) -> None:
+    def _admitted(self, ticket: Ticket) -> int:
+        """Requests sent before ``ticket``'s and still in flight: the level the server was serving."""
         admitted = 0
         for seq in self._active:  # in the order taken: stop at the first one sent after the refused one
             if seq >= ticket.seq:
                 break
             admitted += 1
-        previous = self.limit
-        self.limit = max(1.0, self.limit / 2)
-        self.threshold = max(self.limit, min(previous, float(admitted)))
-        self._successes = 0
-        self._strike_level = 0
-        self.generation += 1
-        self.decreases += 1
-        self.min_limit = min(self.min_limit, self.limit)
-
-    def _increase(self) -> None:
-        if self.limit >= self.maximum:
-            return
-        self._successes += 1
-        if self.limit < self.threshold:
-            self.limit = min(self.threshold, self.limit + 1.0)
-        elif self.decreases == 0 or self._successes >= self.hold_rounds * self.threshold:
-            self.limit = min(float(self.maximum), self.limit + self.increase_per_round / self.limit)
+        return admitted
 
     def pause(self, seconds: float) -> None:
         """Start no new request for ``seconds`` (a server asked us to wait)."""
