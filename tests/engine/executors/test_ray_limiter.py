@@ -59,9 +59,15 @@ class OneWorker:
     """An AdaptiveLimiter and a ClusterLimit driven by the same requests: for one worker whose level
     is its own, the cluster limit must move exactly as the local one."""
 
-    def __init__(self, maximum: int, increase_per_round: float = 1.0, hold_rounds: float = 8.0) -> None:
-        self.local = AdaptiveLimiter(maximum, increase_per_round=increase_per_round, hold_rounds=hold_rounds)
-        self.cluster = ClusterLimit(maximum, increase_per_round=increase_per_round, hold_rounds=hold_rounds)
+    def __init__(
+        self, maximum: int, increase_per_round: float = 1.0, hold_rounds: float = 8.0, adaptive: bool = True
+    ) -> None:
+        self.local = AdaptiveLimiter(
+            maximum, adaptive=adaptive, increase_per_round=increase_per_round, hold_rounds=hold_rounds
+        )
+        self.cluster = ClusterLimit(
+            maximum, adaptive=adaptive, increase_per_round=increase_per_round, hold_rounds=hold_rounds
+        )
         self.held: list[tuple[Ticket, int]] = []  # the ticket and the cluster generation it was sent in
 
     async def acquire(self) -> None:
@@ -75,6 +81,21 @@ class OneWorker:
         code = {"success": SUCCESS, "rate_limited": RATE_LIMITED}.get(outcome)
         if code is not None:
             self.cluster.outcome(generation, ticket.level, code, admitted)
+
+    def detach(self, k: int) -> None:
+        """The request stalls: its slot is handed on while it waits on (it is released later)."""
+        self.local.detach(self.held[k][0])
+
+    def assert_same(self) -> None:
+        local, cluster = self.local, self.cluster
+        assert (cluster.limit, cluster.threshold, cluster.min_limit) == (
+            local.limit,
+            local.threshold,
+            local.min_limit,
+        )
+        assert (cluster.generation, cluster.decreases) == (local.generation, local.decreases)
+        assert cluster.ignored_refusals == local.ignored_refusals
+        assert cluster.current == local.current
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -95,12 +116,50 @@ def test_cluster_limit_moves_as_the_adaptive_limiter(seed: int) -> None:
                     ["success"] * 8 + ["rate_limited", "error"]
                 )
                 pair.release(k, outcome)
-            local, cluster = pair.local, pair.cluster
-            assert cluster.limit == pytest.approx(local.limit)
-            assert (cluster.generation, cluster.decreases) == (local.generation, local.decreases)
-            assert cluster.min_limit == pytest.approx(local.min_limit)
-            assert cluster.ignored_refusals == local.ignored_refusals
-            assert cluster.current == local.current
+            pair.assert_same()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_cluster_limit_moves_as_the_adaptive_limiter_against_changing_servers(seed: int) -> None:
+    """The same, against servers that change: phases of a different capacity (also above the
+    maximum: the limit climbs back), of refusals at random (a flaky gateway), of errors and timeouts;
+    stalled requests whose slots are handed on before their reply comes; and a fixed limit."""
+    rng = random.Random(10_000 + seed)
+
+    async def run() -> None:
+        maximum = rng.choice([1, 2, rng.randint(3, 16), rng.randint(17, 96)])
+        pair = OneWorker(
+            maximum,
+            rng.choice([0.25, 0.5, 1.0, 2.0, 4.0]),
+            rng.choice([0.0, 1.0, 2.0, 8.0]),
+            adaptive=rng.random() < 0.9,
+        )
+        steps = 0
+        while steps < 1200:
+            cap = rng.randint(1, maximum + 8)  # a phase: the server's capacity and its faults
+            flaky, failing = rng.choice([0.0, 0.02, 0.3]), rng.choice([0.0, 0.05, 0.3])
+            for _ in range(rng.randint(20, 300)):
+                steps += 1
+                action = rng.random()
+                if action < 0.5 and pair.local.in_flight < pair.local.current:
+                    await pair.acquire()
+                elif action < 0.53 and pair.held:
+                    pair.detach(rng.randrange(len(pair.held)))
+                elif pair.held:
+                    k = rng.randrange(len(pair.held))
+                    over = pair.held[k][0].level > cap
+                    if (over and rng.random() < 0.95) or rng.random() < flaky:  # capacity, or chance
+                        outcome = "rate_limited"
+                    elif rng.random() < failing:
+                        outcome = rng.choice(["error", "timeout", "cancelled"])
+                    else:
+                        outcome = "success"
+                    pair.release(k, outcome)
+                pair.assert_same()
+        if not pair.local.adaptive:
+            assert pair.local.current == maximum and pair.local.decreases == 0
 
     asyncio.run(run())
 
