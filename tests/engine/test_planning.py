@@ -77,10 +77,14 @@ def test_stored_run_settings_and_resume_plan(tmp_path: Path) -> None:
     stored = stored_run_settings(store, run_id)
     assert (stored.metric_names, stored.thresholds) == (["f1_score"], {"f1_score": 0.25})
     assert stored.evaluator_config == config and stored.judge is None
-    # resuming takes the stored metrics, thresholds and mapping over the given ones
-    plan = plan_evaluation(["exact_match"], {}, {}, store=store, resume=run_id)
+    # resuming takes the stored metrics, thresholds and mapping when none are named...
+    plan = plan_evaluation([], {}, {}, store=store, resume=run_id)
     assert list(plan.evaluators) == ["f1_score"] and plan.evaluators["f1_score"].threshold == 0.25
     assert plan.evaluate_kwargs()["evaluator_config"] == config and plan.resume == run_id
+    # ... or the same ones; other metrics are refused, not silently replaced
+    assert list(plan_evaluation(["f1_score"], {}, {}, store=store, resume=run_id).evaluators) == ["f1_score"]
+    with pytest.raises(ConfigurationError, match="the run has f1_score; given exact_match"):
+        plan_evaluation(["exact_match"], {}, {}, store=store, resume=run_id)
 
 
 def test_a_resumed_run_keeps_an_int_threshold_an_int(tmp_path: Path) -> None:
