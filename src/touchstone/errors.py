@@ -206,3 +206,9 @@ def warn_nothing_uploaded(option: str = "azure_ai_project") -> None:
         UserWarning,
         stacklevel=3,
     )
+
+
+class FailedScoresWarning(UserWarning):
+    """A run in Python finished with scores that could not be obtained: said once per run, with the
+    count and the first cause (the rows carry each failure in ``<m>_error``; the command line shows
+    them in its table instead)."""

@@ -110,9 +110,13 @@ def _run(
     data: Any, plan: EvaluationPlan, name: str | None, run_store: Any, workers: int | None, quiet: bool,
     **extra: Any,
 ) -> Any:
-    from touchstone.engine.runner import evaluate
+    import warnings
 
-    with _progress(quiet) as (progress, task):
+    from touchstone.engine.runner import evaluate
+    from touchstone.errors import FailedScoresWarning
+
+    with _progress(quiet) as (progress, task), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FailedScoresWarning)  # the table shows the failures
 
         def on_progress(done: int, total: int) -> None:
             if progress is not None:

@@ -17,6 +17,7 @@ import contextlib
 import os
 import socket
 import sys
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -36,6 +37,7 @@ from touchstone.engine.run.resume import check_resume, fingerprint, retry_kinds
 from touchstone.engine.run.session import ProgressCallback, RunLimits, RunSession
 from touchstone.errors import (
     EvaluatorFailedError,
+    FailedScoresWarning,
     InputValidationError,
     RunAbortedError,
     warn_nothing_uploaded,
@@ -163,7 +165,25 @@ def evaluate(
         runner.rows_file.finish(result)
     if fail_on_evaluator_errors and result.n_failed:
         raise EvaluationFailedError(_failure_message(result, run_id), target=ErrorTarget.EVAL_RUN)
+    if result.n_failed:
+        warnings.warn(_failures_in_brief(result, run_id), FailedScoresWarning, stacklevel=2)
     return result
+
+
+def _failures_in_brief(result: EvaluationResult, run_id: str) -> str:
+    """One line for a run with failed scores: how many, and the first cause (rows are read only up
+    to the first failed one)."""
+    first = next(
+        (
+            (key.split(".")[1], value) for row in result.rows for key, value in row.items()
+            if key.startswith("outputs.") and key.endswith("_error") and isinstance(value, str) and value
+        ),
+        None,
+    )
+    text = f"{result.n_failed} scores could not be obtained in run {run_id}"
+    if first is not None:
+        text += f"; the first: {first[0]}: {first[1][:300]}"
+    return text + " (each failed row carries its <metric>_error; the summary counts them as n_failed)"
 
 
 def _failure_message(result: EvaluationResult, run_id: str) -> str:

@@ -11,6 +11,7 @@ import json
 import logging
 import threading
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
@@ -240,6 +241,7 @@ class Monitor:
 
     def _evaluate_window(self, start: int, progress: Any) -> WindowReport | None:
         from touchstone.engine.runner import evaluate
+        from touchstone.errors import FailedScoresWarning
 
         with self._lock:
             batch = sorted(self.windows.get(start, {}).values(), key=lambda i: (i.timestamp, i.id))
@@ -254,14 +256,16 @@ class Monitor:
             "baseline_windows": self.config.baseline,
         }
         try:
-            result = evaluate(
-                data=[i.data for i in batch],
-                evaluation_name=run_name(self.config.name, start),
-                store=self.store,
-                progress=progress,
-                monitor=meta,
-                **self.plan.evaluate_kwargs(),
-            )
+            with warnings.catch_warnings():  # a window's failures are counted in its summary
+                warnings.simplefilter("ignore", FailedScoresWarning)
+                result = evaluate(
+                    data=[i.data for i in batch],
+                    evaluation_name=run_name(self.config.name, start),
+                    store=self.store,
+                    progress=progress,
+                    monitor=meta,
+                    **self.plan.evaluate_kwargs(),
+                )
         except Exception as exc:  # the judge is down, the store is locked...: try again next time
             self.failed_windows += 1
             log.error(
