@@ -227,6 +227,27 @@ def _run_in_thread(fn: Callable[[], Any]) -> None:
         pool.submit(asyncio.run, fn()).result()
 
 
+def describe_source(data: Any, options: Mapping[str, Any]) -> str:
+    """What a run's data was, for lists of runs: a file's path; a sample of a file (``touchstone eval
+    --sample``) as that file; a monitor's window as the monitor and its window; rows given in memory
+    as their kind and count (``a list of 40 rows``), never a bare ``<list>``."""
+    if isinstance(data, (str, os.PathLike)):
+        return str(data)
+    sampling = options.get("sampling")
+    monitor = options.get("monitor")
+    try:
+        count = f" of {len(data)} rows"
+    except TypeError:  # a Ray Dataset or another lazily counted source
+        count = ""
+    if isinstance(sampling, Mapping) and sampling.get("data"):
+        return f"{sampling['data']} (a sample{count})"
+    if isinstance(monitor, Mapping) and monitor.get("name"):
+        window = f"{monitor.get('window_start')} .. {monitor.get('window_end')}"
+        return f"monitor {monitor['name']}, window {window}"
+    kind = {"list": "a list", "DataFrame": "a DataFrame", "tuple": "a tuple"}.get(type(data).__name__)
+    return f"{kind or type(data).__name__}{count} (in memory)"
+
+
 def _run_config(
     data: Any,
     evs: Mapping[str, Evaluator],
@@ -235,7 +256,7 @@ def _run_config(
     name: str | None,
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
-    source = str(data) if isinstance(data, (str, os.PathLike)) else f"<{type(data).__name__}>"
+    source = describe_source(data, options)
     config: dict[str, Any] = _without_secrets(
         {
             "data": source,
