@@ -3,21 +3,23 @@
 :class:`RowsFile` listens to the run's store writes (the run's sink,
 :class:`~touchstone.engine.run.sink.RunSink`, reports which rows' inputs and which (row, evaluator)
 results are written), keeps one boolean per row and evaluator, and a cursor: the first row not yet
-complete. About once a second (:data:`TICK_SECONDS`)
-the rows from the last written one up to the cursor are read back from the store a page at a time
-(:class:`~touchstone.engine.stored_rows.StoredRows`' reading and rendering, nothing held but the
-page) and appended, in row order, to ``rows.jsonl`` (which grows in place: a crash leaves whole
-lines of the rows finished so far) and to the SDK file's temporary file. The metrics are known
-only at the end: :meth:`RowsFile.finish` appends the remaining rows, the SDK file's ``metrics``
-(then renames it into place) and writes ``summary.json``.
+complete. About once a second (:data:`TICK_SECONDS`) the rows from the last written one up to the
+cursor are rendered a page at a time and appended, in row order, to ``rows.jsonl`` (which grows in
+place: a crash leaves whole lines of the rows finished so far) and to the SDK file's temporary file.
+A small run's rows are rendered from the Outcomes and records it holds (what its result's rows are
+rendered from); a large run holds none, its rows are read from the store, as its result's rows are
+(:func:`~touchstone.engine.stored_rows.read_parts`). The metrics are known only at the end:
+:meth:`RowsFile.finish` appends the remaining rows, the SDK file's ``metrics`` (then renames it into
+place) and writes ``summary.json``.
 
 The SDK's frame renders every row with what all rows hold (columns by first appearance, ints with a
 gap as floats): rows written during the run are rendered with the schema of the rows written so far
 (:class:`_SchemaSoFar`, gathered as :class:`~touchstone.engine.accumulate.RunAccumulator` gathers
-it). When the finished run's schema differs from one used on the way (a later row failed, or
-brought a new column), or a small run's rows (rendered from its Outcomes in memory) differ from
-what was written, the files are written again whole from the result: the finished files are always
-exactly what :meth:`~touchstone.engine.result.EvaluationResult.write` writes.
+it), by the same :func:`~touchstone.engine.sdk_frame.render.frame_row` as the result's rows. When
+the finished run's schema differs from one used on the way (a later row failed, or brought a new
+column), or rows a small run read from the store (a resume's earlier results) differ from its
+result's, the files are written again whole from the result: the finished files are always exactly
+what :meth:`~touchstone.engine.result.EvaluationResult.write` writes.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import hashlib
 import os
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -36,24 +38,20 @@ import numpy as np
 
 from touchstone._text import json_dumps
 from touchstone.engine.result import _UMASK, RESULTS_FILE, EvaluationResult, _atomic, output_files
-from touchstone.engine.sdk_frame.gather import FrameGatherer, FrameSchema, GroupSpec
+from touchstone.engine.sdk_frame.gather import FrameGatherer, FrameSchema
+from touchstone.engine.sdk_frame.render import Outputs, frame_row
 from touchstone.engine.sdk_frame.values import sdk_input
-from touchstone.engine.stored_rows import PAGE_ROWS, StoredRows
+from touchstone.engine.stored_rows import PAGE_ROWS, RowParts, read_parts
 from touchstone.errors import OutputWriteError, RunAbortedError, describe_os_error
 from touchstone.store import Store
 
 if TYPE_CHECKING:
-    from touchstone.data.loaders import Record
     from touchstone.engine.run.session import RunSession
 
 TICK_SECONDS = 1.0
 """How often the rows completed since the last write are appended."""
 SCAN_ROWS = 65_536
 """Rows checked at a time when the cursor moves (so a tick costs what it advances, not the run)."""
-
-_Raw = tuple[int, Mapping[str, Any], str, "Mapping[str, Any] | None", "str | None", Mapping[Any, Any]]
-"""One stored row as StoredRows reads it: index, data, source, target, target error, the page's outputs."""
-
 
 class _SchemaSoFar:
     """The rows' schema over the first rows of the run (fed in order): the columns and their types
@@ -65,8 +63,8 @@ class _SchemaSoFar:
         self.with_target = False
         self.count = 0
 
-    def add(self, raw: _Raw) -> None:
-        i, data, source, target, target_error, outputs = raw
+    def add(self, parts: RowParts) -> None:
+        i, data, source, target, target_error, outputs = parts
         self.frame.add_row(i, sdk_input(data, source), target, target_error)
         if target is not None or target_error is not None:
             self.with_target = True
@@ -84,37 +82,43 @@ class _SchemaSoFar:
         return frame.schema(self.count, with_target=self.with_target)
 
 
-class _Pages(StoredRows):
-    """:class:`StoredRows`' reading split in two: a page's stored values (:meth:`raw`), then the page
-    rendered with a schema (:meth:`render`)."""
+class _Parts:
+    """What the rows to append are rendered from. A small run holds its Outcomes (and its records):
+    its rows are taken from them, the same values its result's rows are rendered from; only a
+    resume's earlier results (not in memory until the run ends) are read from the store. A large
+    run holds nothing: its rows are in the store only, and read from there a page at a time, as its
+    result's rows are (:class:`~touchstone.engine.stored_rows.StoredRows`)."""
 
-    def __init__(self, store: Store, run_id: str, n_rows: int, names: Sequence[str],
-                 records: Sequence[Record] | None) -> None:
-        empty = FrameSchema(GroupSpec([], frozenset()), None, {})
-        super().__init__(store, run_id, n_rows, empty, records=records)
-        self._capture: list[_Raw] | None = None
+    def __init__(self, runner: RunSession) -> None:
+        self._store, self._run_id = runner.store, runner.ctx.run_id
+        self._records = runner.source.records
+        self._names = list(runner.evs)
+        self._held = runner.scores if runner.keep and self._records is not None else None
+        self._targets = runner.targets if runner.target is not None else None
 
-    def raw(self, start: int, stop: int) -> list[_Raw]:
-        captured: list[_Raw] = []
-        self._capture = captured
-        try:
-            self._range(start, stop)
-        finally:
-            self._capture = None
-        return captured
-
-    def render(self, page: Iterable[_Raw], schema: FrameSchema) -> list[dict[str, Any]]:
-        self._schema = schema
-        return [self._row(*raw) for raw in page]
-
-    def _row(
-        self, i: int, data: Mapping[str, Any], source: str, target: Mapping[str, Any] | None,
-        target_error: str | None, outputs: Mapping[Any, Any],
-    ) -> dict[str, Any]:
-        if self._capture is not None:
-            self._capture.append((i, data, source, target, target_error, outputs))
-            return {}
-        return super()._row(i, data, source, target, target_error, outputs)
+    def read(self, start: int, stop: int) -> list[RowParts]:
+        held, records = self._held, self._records
+        if held is None or records is None:
+            return read_parts(self._store, self._run_id, start, stop, records)
+        outputs: dict[tuple[int, str], Outputs] = {}
+        missing = False
+        for i in range(start, stop):
+            for name in self._names:
+                got = held.get((i, name))
+                if got is None:
+                    missing = True
+                else:
+                    outputs[i, name] = (got[0], got[0].failed)
+        if missing:  # a resume's earlier results
+            stored = self._store.results.outputs_by_result(self._run_id, start, stop)
+            outputs = {**stored, **outputs}
+        targets = self._targets
+        parts = []
+        for i in range(start, stop):
+            rec = records[i]
+            target, error = (None, None) if targets is None else targets.get(i, (None, None))
+            parts.append(RowParts(i, rec.data, rec.source, target, error, outputs))
+        return parts
 
 
 class RowsFile:
@@ -166,8 +170,11 @@ class RowsFile:
     def _start(self, store: Store, runner: RunSession) -> None:
         self._store, self._run_id, self.n = store, runner.ctx.run_id, runner.n
         self._names = list(runner.evs)
-        self._verify = bool(runner.keep)  # its rows come from Outcomes in memory: compared at the end
-        self._pages = _Pages(store, self._run_id, self.n, self._names, runner.source.records)
+        self._parts = _Parts(runner)
+        # A small run's result renders its rows from the Outcomes and records in memory, as the
+        # rows appended here are, except a resume's earlier results and rows without records, read
+        # from the store here: those are compared with the result's at the end.
+        self._verify = bool(runner.keep) and (runner.resumed or runner.source.records is None)
         self._prefix = _SchemaSoFar(self.n, self._names)
         self._runner = runner
         self._masks: dict[str, np.ndarray] | None = None  # made on the first tick (runner.stored is known)
@@ -210,11 +217,11 @@ class RowsFile:
         stop = self._complete()
         while self.done < stop:
             end = min(stop, self.done + PAGE_ROWS)
-            page = self._pages.raw(self.done, end)
-            for raw in page:
-                self._prefix.add(raw)
+            page = self._parts.read(self.done, end)
+            for parts in page:
+                self._prefix.add(parts)
             schema = self._prefix.schema()
-            self._emit(self._pages.render(page, schema), schema)
+            self._emit([frame_row(schema, *parts) for parts in page], schema)
             await asyncio.sleep(0)  # the loop goes on between pages
 
     def _complete(self) -> int:
@@ -308,8 +315,8 @@ class RowsFile:
         rows = result.rows
         tail = self.done
         for start in range(tail, self.n, PAGE_ROWS):  # the rest's columns: the whole run's schema
-            for raw in self._pages.raw(start, min(self.n, start + PAGE_ROWS)):
-                self._prefix.add(raw)
+            for parts in self._parts.read(start, min(self.n, start + PAGE_ROWS)):
+                self._prefix.add(parts)
         final = self._prefix.schema()
         if any(schema != final for schema in self._used) or not self._same_text(rows):
             self._restart()
@@ -335,14 +342,9 @@ class RowsFile:
         return self.folder / RESULTS_FILE
 
     def _same_text(self, rows: Sequence[dict[str, Any]]) -> bool:
-        """A small run's rows (a list, from its Outcomes in memory) give the text written from the
-        store (values the store keeps as text, such as a numpy integer, would not): when every
-        output in memory is plain JSON, the store gave them back as they were; otherwise the text
-        is compared."""
+        """The rows written give the text of the result's rows (see :meth:`_start`: compared only
+        where some were read from the store on a small run)."""
         if not self._verify or not isinstance(rows, list) or not self.done:
-            return True
-        held = getattr(self._runner, "scores", None)
-        if isinstance(held, dict) and all(_plain(out) for out, _ in held.values()):
             return True
         check = hashlib.blake2b()
         for start in range(0, self.done, PAGE_ROWS):
@@ -366,21 +368,6 @@ class RowsFile:
         self.done = 0
         self._verify = False
         self._used = []
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _plain(value: Any) -> bool:
-    """``value`` is made of JSON's own types only (what the store gives back unchanged)."""
-    if isinstance(value, dict):
-        kinds = set(map(type, value.values()))
-        if kinds <= _SCALARS:
-            return all(type(key) is str for key in value)
-        return all(type(key) is str for key in value) and all(map(_plain, value.values()))
-    if type(value) is list:
-        return all(map(_plain, value))
-    return type(value) in _SCALARS
 
 
 def _temporary(path: Path) -> tuple[Path, IO[str]]:

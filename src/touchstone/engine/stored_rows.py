@@ -11,18 +11,49 @@ them, else from the store's copy of each row.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from touchstone.data.loaders import Record
 from touchstone.engine.sdk_frame.gather import FrameSchema
-from touchstone.engine.sdk_frame.render import render_outputs, render_row
-from touchstone.engine.sdk_frame.values import sdk_input
+from touchstone.engine.sdk_frame.render import Outputs, frame_row
 from touchstone.store import Store
 
 PAGE_ROWS = 2000
 
-Outputs = tuple[Mapping[str, Any] | None, bool]
-"""One evaluator's outputs on a row (None: no result) and whether they count as failed."""
+
+class RowParts(NamedTuple):
+    """What one row of the frame is rendered from (:func:`~touchstone.engine.sdk_frame.render.frame_row`)."""
+
+    idx: int
+    data: Mapping[str, Any]
+    source: str
+    target: Mapping[str, Any] | None
+    target_error: str | None
+    outputs: Mapping[tuple[int, str], Outputs]
+    """The evaluators' outputs by (row, evaluator), of the row's page."""
+
+
+def read_parts(
+    store: Store, run_id: str, start: int, stop: int, records: Sequence[Record] | None = None
+) -> list[RowParts]:
+    """Rows ``start`` to ``stop`` (exclusive) of run ``run_id`` as the store holds them, read with two
+    queries (the data from ``records`` when the run holds them)."""
+    results = store.results
+    inputs = results.row_inputs(run_id, start, stop, with_data=records is None)
+    outputs = results.outputs_by_result(run_id, start, stop)
+    parts = []
+    for i in range(start, stop):
+        got = inputs.get(i)
+        target, error = (None, None) if got is None else (got.target, got.target_error)
+        if records is not None:
+            rec = records[i]
+            data, source = rec.data, rec.source
+        elif got is None:
+            data, source = {}, ""
+        else:
+            data, source = got.data or {}, got.source or ""
+        parts.append(RowParts(i, data, source, target, error, outputs))
+    return parts
 
 
 class StoredRows(Sequence[dict[str, Any]]):
@@ -83,34 +114,7 @@ class StoredRows(Sequence[dict[str, Any]]):
         return f"<StoredRows: {self._n} rows of run {self._run_id}>"
 
     def _range(self, start: int, stop: int) -> list[dict[str, Any]]:
-        """Rows ``start`` to ``stop`` (exclusive), read with two queries."""
-        results = self._store.results
-        records = self._records
-        inputs = results.row_inputs(self._run_id, start, stop, with_data=records is None)
-        outputs = results.outputs_by_result(self._run_id, start, stop)
-        rows = []
-        for i in range(start, stop):
-            got = inputs.get(i)
-            target, error = (None, None) if got is None else (got.target, got.target_error)
-            if records is not None:
-                rec = records[i]
-                data, source = rec.data, rec.source
-            elif got is None:
-                data, source = {}, ""
-            else:
-                data, source = got.data or {}, got.source or ""
-            rows.append(self._row(i, data, source, target, error, outputs))
-        return rows
-
-    def _row(
-        self, i: int, data: Mapping[str, Any], source: str, target: Mapping[str, Any] | None,
-        target_error: str | None, outputs: Mapping[tuple[int, str], Outputs],
-    ) -> dict[str, Any]:
-        schema = self._schema
-        row = render_row(schema, i, sdk_input(data, source), target, target_error)
-        for name in schema.evaluators:
-            out, failed = outputs.get((i, name), (None, True))
-            if out is None and self._unscored is not None:
-                out = self._unscored(name, i)
-            render_outputs(schema, name, row, out, failed)
-        return row
+        """Rows ``start`` to ``stop`` (exclusive), rendered."""
+        schema, unscored = self._schema, self._unscored
+        return [frame_row(schema, *parts, unscored)
+                for parts in read_parts(self._store, self._run_id, start, stop, self._records)]

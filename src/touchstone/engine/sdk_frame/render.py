@@ -1,15 +1,46 @@
 """One row of the SDK's frame rendered from a :class:`~.gather.FrameSchema` (what all rows hold),
 without the other rows: a large run's rows read back from the store, and the rows the output files
 append as the run goes, are rendered exactly as :func:`~.columns.sdk_rows` renders them whole.
+:func:`frame_row` is the whole row; :func:`render_row` and :func:`render_outputs` its parts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from touchstone.engine.sdk_frame.gather import FrameSchema
-from touchstone.engine.sdk_frame.values import MISSING, NAN, flatten_dict, is_null, leaf_value, python_value
+from touchstone.engine.sdk_frame.values import (
+    MISSING,
+    NAN,
+    flatten_dict,
+    is_null,
+    leaf_value,
+    python_value,
+    sdk_input,
+)
+
+Outputs = tuple[Mapping[str, Any] | None, bool]
+"""One evaluator's outputs on a row (None: no result) and whether they count as failed."""
+
+_NO_RESULT: Outputs = (None, True)
+
+
+def frame_row(
+    schema: FrameSchema, i: int, data: Mapping[str, Any], source: str, target: Mapping[str, Any] | None,
+    target_error: str | None, outputs: Mapping[tuple[int, str], Outputs],
+    unscored: Callable[[str, int], Mapping[str, Any] | None] | None = None,
+) -> dict[str, Any]:
+    """Row ``i`` of the SDK's frame: its data as loaded (from file ``source``), the target's outputs
+    or error, and each evaluator's outputs (``outputs[i, name]``; a pair without one counts as failed,
+    with ``unscored(name, i)``'s outputs when given)."""
+    row = render_row(schema, i, sdk_input(data, source), target, target_error)
+    for name in schema.evaluators:
+        out, failed = outputs.get((i, name), _NO_RESULT)
+        if out is None and unscored is not None:
+            out = unscored(name, i)
+        render_outputs(schema, name, row, out, failed)
+    return row
 
 
 def render(value: Any, mode: str) -> Any:
