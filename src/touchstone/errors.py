@@ -96,15 +96,45 @@ class InputValidationError(TouchstoneError, ValueError):
         return (type(self), (self.problems,), self.__dict__)
 
     def _render(self) -> str:
-        shown = self.problems[:MAX_REPORTED_PROBLEMS]
-        lines = [str(p) for p in shown]
-        if len(self.problems) > len(shown):
-            lines.append(
-                f"... and {len(self.problems) - len(shown)} more problems ({len(self.problems)} in all)."
-            )
+        # the same problem on many rows of one file reads as one line naming the rows
+        groups: dict[tuple[str, str | None, str], list[Problem]] = {}
+        for p in self.problems:
+            groups.setdefault((p.source, p.field, p.message), []).append(p)
+        entries: list[str] = []
+        for (source, field, message), same in groups.items():
+            lines = [p.line for p in same if p.line is not None]
+            if len(same) >= GROUPED_PROBLEMS and len(lines) == len(same):
+                where = f"{source}, {len(lines)} rows ({_line_list(lines)})"
+                entries.append(where + (f', field "{field}"' if field else "") + ": " + message)
+            else:
+                entries.extend(str(p) for p in same)
+        shown = entries[:MAX_REPORTED_PROBLEMS]
+        rendered = list(shown)
+        if len(entries) > len(shown):
+            more = len(entries) - len(shown)
+            rendered.append(f"... and {more} more ({len(self.problems)} problems in all).")
         elif len(self.problems) > 1:
-            lines.append(f"({len(self.problems)} problems in all.)")
-        return "\n".join(lines)
+            rendered.append(f"({len(self.problems)} problems in all.)")
+        return "\n".join(rendered)
+
+
+GROUPED_PROBLEMS = 3
+"""The same problem on at least this many rows is said once, naming the rows."""
+
+
+def _line_list(lines: list[int]) -> str:
+    """``lines 1-3, 7`` (consecutive lines as ranges; at most eight ranges, then "...")."""
+    ranges: list[str] = []
+    start = prev = lines[0]
+    for line in [*lines[1:], None]:
+        if line is not None and line == prev + 1:
+            prev = line
+            continue
+        ranges.append(str(start) if start == prev else f"{start}-{prev}")
+        if line is not None:
+            start = prev = line
+    more = ", ..." if len(ranges) > 8 else ""
+    return ("line " if len(lines) == 1 else "lines ") + ", ".join(ranges[:8]) + more
 
 
 class UnknownMetricError(InputValidationError):

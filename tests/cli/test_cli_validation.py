@@ -115,8 +115,21 @@ def test_many_bad_lines_reported_together(tmp_path: Path) -> None:
     path.write_bytes(jsonl(*([{"response": 1, "ground_truth": "x"}] * 30)))
     proc = run_cli(["eval", str(path), "-m", "f1_score"], tmp_path / "runs.db")
     assert proc.returncode == 2
-    assert "line 20" in proc.stderr and "line 21" not in proc.stderr
-    assert "10 more" in proc.stderr and "30 in all" in proc.stderr
+    # the same problem on every row is said once, naming the rows (not thirty times)
+    assert "30 rows (lines 1-30)" in proc.stderr and "30 problems in all" in proc.stderr
+    assert proc.stderr.count("expected a string") == 1
+
+
+def test_different_problems_stay_one_line_each_and_a_column_is_suggested(tmp_path: Path) -> None:
+    path = tmp_path / "data.jsonl"
+    good = jsonl(*([{"query": "q", "answer_text": "a", "ground_truth": "a"}] * 4))
+    path.write_bytes(good + b'{"query": "q", oops}\n')
+    proc = run_cli(["eval", str(path), "-m", "f1_score"], tmp_path / "runs.db")
+    assert proc.returncode == 2
+    text = " ".join(proc.stderr.split())
+    assert "line 5: invalid JSON" in text  # the broken line...
+    assert '4 rows (lines 1-4), field "response": missing' in text  # ...hides nothing else
+    assert "--map response=answer_text" in text
 
 
 def test_conversation_problems(tmp_path: Path) -> None:

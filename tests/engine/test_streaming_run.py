@@ -244,4 +244,8 @@ def test_streamed_validation_reports_as_the_whole_file(
     with pytest.raises(InputValidationError) as streamed_read:
         evaluate(data=data, evaluators=evs, store=str(tmp_path / "b.db"))
     assert streamed_read.value.problems == whole_read.value.problems
+    # the line that is not JSON comes first, and hides nothing else: the other rows' problems follow
+    problems = whole_read.value.problems
+    assert problems[0].line == 301 and "invalid JSON" in problems[0].message
+    assert {(p.line, p.field) for p in problems[1:]} >= {(6, "response"), (481, "response"), (1000, "response")}
     assert not (tmp_path / "b.db").exists() or not open_store(str(tmp_path / "b.db")).list_runs()

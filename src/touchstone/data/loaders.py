@@ -328,7 +328,9 @@ def _load_jsonl(path: Path) -> list[Record]:
                 continue
         records.append(Record(value, source, number))
     if problems:
-        raise InputValidationError(problems)
+        error = InputValidationError(problems)
+        error.readable_records = records  # type: ignore[attr-defined]  # checked too (open_source)
+        raise error
     if not records:
         raise InputValidationError(
             [Problem(source, None, None, "the file has no rows; expected one JSON object per line")]

@@ -315,12 +315,21 @@ def open_source(
     has_target: bool,
     batch_rows: int = BATCH_ROWS,
 ) -> RowSource:
-    """The rows of ``data`` checked for ``evaluators``: a large file in one streaming pass (reading
-    problems first, then the evaluators' inputs, as :func:`load_records` and
-    :func:`~touchstone.data.validation.validate_records` report them), anything else loaded whole.
+    """The rows of ``data`` checked for ``evaluators``: a large file in one streaming pass, anything
+    else loaded whole. Reading problems (a line that is not JSON) come first, then what is wrong
+    with the inputs of the rows that could be read, so one broken line hides nothing else.
     Raises :class:`InputValidationError` before anything is scored."""
     if not streams(data):
-        records, unchecked = load_unchecked(data)
+        try:
+            records, unchecked = load_unchecked(data)
+        except InputValidationError as exc:
+            readable = getattr(exc, "readable_records", None)
+            if not readable:
+                raise
+            check = Validation(evaluators, mappings, has_target)  # the lines that could be read too
+            check.add(readable)
+            check.finish(reading=exc.problems)
+            raise
         pending = PendingDigest(records, data_digest)  # in a forked child where worth it (digest_aside)
         try:
             if unchecked:
@@ -337,11 +346,8 @@ def open_source(
     n = 0
     for batch in stream_records(path, batch_rows=batch_rows, problems=problems):
         n += len(batch)
-        if problems:
-            continue  # reading problems are reported alone, as when the file is loaded whole
-        check.add(batch)
-        _digest_batch(digest, batch)
-    if problems:
-        raise InputValidationError(problems)
-    check.finish()
+        check.add(batch)  # the rows that could be read are checked even when others could not
+        if not problems:
+            _digest_batch(digest, batch)
+    check.finish(reading=problems)
     return FileSource(path, n, digest.hexdigest())

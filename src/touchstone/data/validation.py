@@ -93,23 +93,64 @@ class Validation:
                 for field, message in _row_problems(ev, mapping, record.data, self.has_target):
                     found.setdefault((record.source, record.line, field, message), []).extend(names)
 
-    def finish(self) -> None:
-        """Raise :class:`InputValidationError` with every problem found, or return."""
+    def finish(self, reading: Sequence[Problem] = ()) -> None:
+        """Raise :class:`InputValidationError` with every problem found, or return. ``reading``:
+        problems found while reading the file (a line that is not JSON...), listed first, so that
+        one broken line does not hide what is wrong with the others."""
         problems = _mapping_columns_exist(self.columns, self.source, self.mappings, self.has_target)
-        if problems:
+        if problems and not reading:
             raise InputValidationError(
                 problems, category=ErrorCategory.MISSING_FIELD, target=ErrorTarget.EVALUATE
             )
+        if reading:  # the columns of rows that could not be read are unknown: no mapping check
+            problems = list(reading)
         order = {name: i for i, name in enumerate(self.evaluators)}
+        inputs = {spec.name for ev in self.evaluators.values() for spec in ev.inputs}
+        hints: dict[str, str] = {}
         for (source, line, field, message), names in self.found.items():
             names.sort(key=order.__getitem__)
-            problems.append(Problem(source, line, field, f"{message} (needed by {', '.join(names)})"))
+            text = f"{message} (needed by {', '.join(names)})"
+            if message.startswith("missing") and field in inputs:
+                if field not in hints:
+                    column = column_for(field, self.columns - inputs)
+                    hints[field] = "" if column is None else (
+                        f'; the data has a column "{column}": --map {field}={column} '
+                        f'(in Python, column_mapping {{"{field}": "${{data.{column}}}"}})'
+                    )
+                text += hints[field]
+            problems.append(Problem(source, line, field, text))
+        if reading:
+            raise InputValidationError(problems)
         if problems:
             # the SDK's classification: inputs absent from the data are MISSING_FIELD, wrong ones
             # INVALID_VALUE
             missing = all(message.startswith("missing") for (_, _, _, message) in self.found)
             category = ErrorCategory.MISSING_FIELD if missing else ErrorCategory.INVALID_VALUE
             raise InputValidationError(problems, category=category, target=ErrorTarget.EVALUATE)
+
+
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "response": ("answer", "output", "completion", "prediction", "generated", "reply", "response"),
+    "ground_truth": ("reference", "expected", "truth", "gold", "label", "target", "ideal"),
+    "query": ("question", "prompt", "input", "instruction", "query", "ask"),
+    "context": ("context", "document", "passage", "retrieved", "docs", "source", "evidence"),
+}
+"""Words a column's name often has when it holds an input under another name."""
+
+
+def column_for(field: str, columns: set[str]) -> str | None:
+    """The column of the data most likely to hold input ``field`` (``answer_text`` for
+    ``response``), or None: a column whose name has one of the field's usual words, else one whose
+    name is close to the field's."""
+    import difflib
+
+    names = sorted(str(c) for c in columns)
+    words = SYNONYMS.get(field, (field,))
+    by_word = [c for c in names if any(w in c.lower() for w in words)]
+    if by_word:
+        return min(by_word, key=lambda c: (-difflib.SequenceMatcher(None, field, c.lower()).ratio(), c))
+    close = difflib.get_close_matches(field, names, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def _row_problems(
