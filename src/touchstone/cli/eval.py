@@ -8,14 +8,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from touchstone._redact import redact_urls
 from touchstone._text import markup_safe
@@ -79,48 +71,18 @@ from touchstone.evaluators.safety.severity import set_defect_level
 from touchstone.store.base import StoreConnectionError
 
 
-class _progress:
-    """A rich progress bar on stderr (off with --quiet; shown in CI logs as a final line)."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.progress: Progress | None = None
-
-    def __enter__(self) -> tuple[Progress | None, Any]:
-        if self.quiet:
-            return None, None
-        self.progress = Progress(
-            TextColumn("scoring"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=err,
-            transient=False,
-        )
-        self.progress.start()
-        return self.progress, self.progress.add_task("scoring", total=None)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-
-
 def _run(
     data: Any, plan: EvaluationPlan, name: str | None, run_store: Any, workers: int | None, quiet: bool,
     **extra: Any,
 ) -> Any:
     import warnings
 
+    from touchstone.cli.progress import RunProgress
     from touchstone.engine.runner import evaluate
     from touchstone.errors import FailedScoresWarning
 
-    with _progress(quiet) as (progress, task), warnings.catch_warnings():
+    with RunProgress(err, quiet) as on_progress, warnings.catch_warnings():
         warnings.simplefilter("ignore", FailedScoresWarning)  # the table shows the failures
-
-        def on_progress(done: int, total: int) -> None:
-            if progress is not None:
-                progress.update(task, completed=done, total=total)
 
         return evaluate(
             data=str(data) if isinstance(data, Path) else data,
@@ -467,7 +429,7 @@ def eval_command(
                       **({"target": app_target} if app_target is not None else {}),
                       **_executor(executor, ray_address), retry_failed="all" if retry_failed else None,
                       output_path=out_dir)  # rows.jsonl grows as rows complete
-        spending.report_estimate(run_store, result.run["id"], selection, table=show_estimate)
+        estimate = spending.report_estimate(run_store, result.run["id"], selection, table=show_estimate)
     except OutputWriteError as exc:
         _unwritten(exc, list(plan.evaluators), run_store)
     except (StoreConnectionError, StoreError) as exc:  # not the input's fault (exit 1)
@@ -486,4 +448,6 @@ def eval_command(
     evaluators = list(plan.evaluators)
     unscored = unscored_metrics(evaluators, result.rows, result.summary)
     shown = _report(result, evaluators, unscored, out_dir, run_store.path, run_store.persistent)
+    if estimate is not None:  # after the scores, which matter more
+        out.print(estimate)
     raise typer.Exit(_exit_status(result, shown, unscored, minimum_values, fail_on_error))

@@ -127,14 +127,17 @@ def print_dry_run(selection: RunSelection, plan: EvaluationPlan) -> None:
     out.print(by_tier)
 
 
-def report_estimate(run_store: Any, run_id: str, selection: RunSelection, *, table: bool = False) -> None:
-    """Store the estimate against the run's actual use in its summary and print it: one line, or the
-    table per metric when ``table`` (``--show-estimate``; ``touchstone show`` prints it too)."""
+def report_estimate(
+    run_store: Any, run_id: str, selection: RunSelection, *, table: bool = False
+) -> Table | Text | None:
+    """Store the estimate against the run's actual use in its summary; what to print of it: one line,
+    or the table per metric when ``table`` (``--show-estimate``; ``touchstone show`` prints it too)."""
     if selection.estimate is None:
-        return
+        return None
     doc = record_estimate(run_store, run_id, selection.estimate)
-    if doc is not None:
-        out.print(estimate_vs_actual_table(doc) if table else Text(estimate_line(doc)))
+    if doc is None:
+        return None
+    return estimate_vs_actual_table(doc) if table else Text(estimate_line(doc))
 
 
 def _cost(value: float | None) -> str:
