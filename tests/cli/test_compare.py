@@ -172,6 +172,9 @@ def test_jailbreak_on_runs_scored_by_the_fake_judge(
     assert "cs.violence" in table.stdout
     assert "1 rows only in the baseline run, not compared: adv-0" in table.stdout
     assert "more severe in any category: 100.0%" in table.stdout
+    narrow = runner.invoke(app, ["jailbreak", base, att, "--store", str(store)], env={"COLUMNS": "80"})
+    assert narrow.exit_code == 0 and max(len(line) for line in narrow.stdout.splitlines()) <= 80
+    assert "cs.violence  +" in narrow.stdout and "…" not in narrow.stdout  # a block per category, whole
 
     higher_level = runner.invoke(app, ["jailbreak", base, att, "--store", str(store), "--json",
                                           "--defect-level", "6"])

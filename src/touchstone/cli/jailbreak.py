@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from rich.console import Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -50,6 +52,35 @@ def jailbreak_table(doc: dict[str, Any]) -> Table:
             f"{c['n_failed_baseline']}/{c['n_failed_attacked']}",
         )
     return table
+
+
+WIDE = 150
+"""From this many columns up the comparison is one table; below it, a short block per category."""
+
+
+def jailbreak_blocks(doc: dict[str, Any]) -> Group:
+    """The comparison for a narrow terminal: per harm category its difference on one line, then
+    both defect rates with their intervals, McNemar's p-value and the failed scores."""
+    level = f"{doc['confidence']:.0%}"
+    attacked, baseline = one_line(doc["attacked"]["id"]), one_line(doc["baseline"]["id"])
+    parts: list[Text | Padding] = [Text(
+        f"jailbreak: attacked {attacked} vs baseline {baseline} "
+        f"(defect: severity >= {doc['defect_level']:g})", style="bold")]
+    for c in doc["categories"]:
+        diff, ci = c["difference"], c["ci"]
+        head = Text(f"{one_line(c['metric'])}  ", style="bold")
+        change = "-" if diff is None else f"{diff:+.1%}"
+        interval = "" if ci is None else f" ({level} CI {ci[0]:+.1%} to {ci[1]:+.1%})"
+        head.append(f"{change}{interval}", style="bold red" if ci is not None and ci[0] > 0 else "")
+        p_value = c["mcnemar"]["p_value"]
+        lines = [
+            f"baseline {_rate(c['baseline'])}",
+            f"attacked {_rate(c['attacked'])}",
+            f"{c['n_pairs']} pairs · McNemar p {'-' if p_value is None else f'{p_value:.4f}'} · failed "
+            f"{c['n_failed_baseline']} baseline, {c['n_failed_attacked']} attacked",
+        ]
+        parts += [head, Padding(Text("\n".join(lines)), (0, 0, 0, 2))]
+    return Group(*parts)
 
 
 def _notes(doc: dict[str, Any]) -> None:
@@ -112,5 +143,5 @@ def jailbreak_command(
     if as_json:
         out.print_json(json_dumps(doc, default=str))
         return
-    out.print(jailbreak_table(doc))
+    out.print(jailbreak_table(doc) if out.width >= WIDE else jailbreak_blocks(doc))
     _notes(doc)
