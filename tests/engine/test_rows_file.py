@@ -131,6 +131,24 @@ def test_values_the_store_keeps_as_text(made: list[RowsFile], tmp_path: Path) ->
     same_files(out, result, tmp_path)
 
 
+def test_small_runs_read_nothing_back(
+    made: list[RowsFile], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small run's rows are appended from the Outcomes and records it holds: nothing it wrote is
+    read back from the store, and the files are still what the result gives."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a small run's rows were read back from the store")
+
+    monkeypatch.setattr(rows_file, "read_parts", refuse)
+    data = [{"response": f"r {i}", "ground_truth": "r"} for i in range(1500)]
+    out = tmp_path / "out"
+    result = evaluate(data=data, evaluators={"f1": F1ScoreEvaluator(), "slow": slow},
+                      store=tmp_path / "s.db", output_path=out)
+    assert made[0].during_run > 0 and not made[0].broken
+    same_files(out, result, tmp_path)
+
+
 @pytest.mark.parametrize("seed", [4, 5])
 def test_large_streamed_runs_write_todays_bytes(
     made: list[RowsFile], large: None, tmp_path: Path, seed: int
