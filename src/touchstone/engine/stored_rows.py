@@ -4,8 +4,9 @@
 of :data:`PAGE_ROWS` rows at a time) and ``==`` with a list behave as on the list of rows a small
 run returns, and each row is rendered exactly as :func:`~touchstone.engine.sdk_frame.columns.sdk_rows`
 renders it, with the :class:`~touchstone.engine.sdk_frame.gather.FrameSchema` gathered over the whole run.
-The evaluators' outputs come from the store; the input rows from the records when the run holds
-them, else from the store's copy of each row.
+A page is read as :class:`RowParts` (:func:`read_parts`: the evaluators' outputs from the store; the
+input rows from the records when the run holds them, else from the store's copy of each row), then
+rendered by :func:`~touchstone.engine.sdk_frame.render.frame_row`, as the output files' rows are.
 """
 
 from __future__ import annotations
