@@ -26,8 +26,9 @@ from typing import Any
 import httpx
 import numpy as np
 
+from touchstone.scores import ScoreLine
 from touchstone.store import open_store
-from touchstone.store.base import Store, StoredRow
+from touchstone.store.base import ScoreRecord, Store, StoredRow
 
 EVALUATORS = {
     "f1": ("f1_score", 0.5),
@@ -51,16 +52,18 @@ def _value(rng: random.Random, evaluator: str) -> tuple[float | None, str | None
     return round(rng.betavariate(2, 1.5), 4), None
 
 
-def _lines(rng: random.Random, evaluator: str, idx: int) -> tuple[dict[str, Any], bool, tuple[Any, ...]]:
+def _lines(
+    rng: random.Random, evaluator: str, idx: int
+) -> tuple[dict[str, Any], bool, tuple[ScoreLine, ...]]:
     metric, threshold = EVALUATORS[evaluator]
     if rng.random() < 0.01:  # about 1% of rows fail: a judge reply that could not be used
         return ({f"{metric}_error": "JudgeReplyError: no usable score"}, True,
-                ((metric, None, None, "failed", "judge_reply", None),))
+                (ScoreLine(metric, None, None, "failed", "judge_reply", None),))
     value, label = _value(rng, evaluator)
     passed = None if threshold is None or value is None else int(value >= threshold)
     outputs = {metric: value if value is not None else label, f"{metric}_reason": _text(rng, 12),
                f"{metric}_threshold": threshold}
-    return outputs, False, ((metric, value, label, "ok", None, passed),)
+    return outputs, False, (ScoreLine(metric, value, label, "ok", None, passed),)
 
 
 def _summary(values: dict[str, list[float]], failed: dict[str, int], rows: int) -> dict[str, Any]:
@@ -100,11 +103,11 @@ def build_run(store: Store, rows: int, seed: int) -> str:
             items = []
             for i in range(start, stop):
                 outputs, bad, lines = _lines(rng, evaluator, i)
-                items.append((i, outputs, bad, None, lines))
+                items.append(ScoreRecord(i, outputs, bad, None, lines))
                 if bad:
                     failed[evaluator] += 1
-                elif lines[0][1] is not None:
-                    values[evaluator].append(lines[0][1])
+                elif (main := lines[0].value) is not None:
+                    values[evaluator].append(main)
             store.put_scores(run_id, evaluator, items)
     status = "completed_with_failures" if any(failed.values()) else "completed"
     store.finish_run(run_id, status, {}, {"summary": _summary(values, failed, rows)})

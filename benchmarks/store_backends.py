@@ -25,12 +25,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from touchstone.scores import Score
-from touchstone.store import Store, open_store
+from touchstone.store import ScoreRecord, Store, open_store
 
 
-def _records(rows: int, lines: int) -> list[tuple[Any, ...]]:
+def _records(rows: int, lines: int) -> list[ScoreRecord]:
     return [
-        (i, {"m": i / rows, "m_result": "pass"}, False, None,
+        ScoreRecord(i, {"m": i / rows, "m_result": "pass"}, False, None,
          [Score(f"m{k}" if k else "m", i / rows, passed=i % 2 == 0) for k in range(lines)])
         for i in range(rows)
     ]

@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple
 
 
 class Status(str, Enum):
@@ -136,14 +136,25 @@ class Outcome(dict[str, Any]):
         return dict(self)
 
 
-ScoreLine: TypeAlias = tuple[str, float | None, str | None, str, str | None, int | None]
-"""One Score as the queryable columns keep it: ``(metric, value, label, status, error kind, passed)``
-(value a float, status the :class:`Status` value, passed 0/1)."""
+class ScoreLine(NamedTuple):
+    """One Score as the store's queryable columns keep it, and as worker processes send it back: the
+    compact encoding of a :class:`Score` (made by :func:`touchstone.store.base.score_lines`, read back
+    by :class:`CompactOutcome`). A NamedTuple, so that half a million of them cost about what tuples cost;
+    read by field name."""
+
+    metric: str
+    value: float | None
+    label: str | None
+    status: str
+    """The :class:`Status` value."""
+    error_kind: str | None
+    passed: int | None
+    """0 or 1 against the threshold, None without one."""
 
 
 class CompactOutcome(Outcome):
-    """An Outcome that keeps its Scores as :data:`ScoreLine` tuples and makes the :class:`Score`
-    objects on first access of :attr:`scores`; :attr:`lines` gives the tuples to whoever needs only
+    """An Outcome that keeps its Scores as :class:`ScoreLine` records and makes the :class:`Score`
+    objects on first access of :attr:`scores`; :attr:`lines` gives the lines to whoever needs only
     the values (the summary, the store). What worker processes send back and what the store keeps
     arrive this way, and an evaluator with many scores per row (ranking: six) returns it, so 500,000
     scores are not 500,000 objects that nobody reads (``__call__`` returns only the flat dict).
@@ -198,8 +209,8 @@ class CompactOutcome(Outcome):
             main = self._main
             lines: list[ScoreLine] = []
             if main is not None and main in self:
-                lines.append((main, float(self[main]), None, "ok", None, None))
-            lines += [(k, float(v), None, "ok", None, None) for k, v in self.items() if k != main]
+                lines.append(ScoreLine(main, float(self[main]), None, "ok", None, None))
+            lines += [ScoreLine(k, float(v), None, "ok", None, None) for k, v in self.items() if k != main]
             self._lines = lines
         return self._lines
 
@@ -214,11 +225,11 @@ class CompactOutcome(Outcome):
         self._built = value
 
     def _score(self, line: ScoreLine) -> Score:
-        metric, value, label, status, error_kind, passed = line
-        if status == Status.OK.value:
-            return Score(metric, value, label=label, passed=None if passed is None else bool(passed))
-        kind = error_kind or ErrorKind.COMPUTATION.value
-        return Score.failed(metric, ErrorInfo(kind, str(self._error or "failed")))
+        if line.status == Status.OK.value:
+            passed = None if line.passed is None else bool(line.passed)
+            return Score(line.metric, line.value, label=line.label, passed=passed)
+        kind = line.error_kind or ErrorKind.COMPUTATION.value
+        return Score.failed(line.metric, ErrorInfo(kind, str(self._error or "failed")))
 
     @property
     def lines_current(self) -> bool:

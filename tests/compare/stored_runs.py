@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from touchstone.scores import ScoreLine
 from touchstone.store.base import ScoreRecord, Store, StoredRow
 
 FAIL = "fail"
@@ -36,7 +37,7 @@ def put_run(
     rows = [StoredRow(i, "hand-built", i + 1, {} if ids is None else {"id": ids[i]}, None, None)
             for i in range(count)]
     store.put_rows(run_id, rows)
-    by_evaluator: dict[str, dict[int, list[tuple[str, float | None, None, str, str | None, int | None]]]] = {}
+    by_evaluator: dict[str, dict[int, list[ScoreLine]]] = {}
     for (evaluator, metric), cells in columns.items():
         lower = (evaluator, metric) in lower_is_better
         limit = (thresholds or {}).get((evaluator, metric))
@@ -45,14 +46,14 @@ def put_run(
                 continue
             lines = by_evaluator.setdefault(evaluator, {}).setdefault(idx, [])
             if cell == FAIL:
-                lines.append((metric, None, None, "failed", "judge_reply", None))
+                lines.append(ScoreLine(metric, None, None, "failed", "judge_reply", None))
                 continue
             value = float(cell)
             flag = None if limit is None else int(value <= limit if lower else value >= limit)
-            lines.append((metric, value, None, "ok", None, flag))
+            lines.append(ScoreLine(metric, value, None, "ok", None, flag))
     for evaluator, per_row in by_evaluator.items():
         store.put_scores(run_id, evaluator, [
-            ScoreRecord(idx, {}, any(line[3] == "failed" for line in lines), None, lines)
+            ScoreRecord(idx, {}, any(line.status == "failed" for line in lines), None, lines)
             for idx, lines in sorted(per_row.items())
         ])
     entries = {f"{e}.{m}": {"higher_is_better": (e, m) not in lower_is_better} for e, m in columns}

@@ -15,9 +15,10 @@ from tests.compare.stored_runs import FAIL, Cell, put_run
 
 from touchstone.compare import UnknownRunError, compare_runs, rows_changed_most
 from touchstone.errors import InputValidationError
+from touchstone.scores import ScoreLine
 from touchstone.stats.paired import mcnemar, paired_bootstrap_ci, sign_flip_test, wilcoxon_signed_rank
 from touchstone.store import RunStore, open_store
-from touchstone.store.base import Store
+from touchstone.store.base import ScoreRecord, Store
 
 F1 = ("f1", "f1_score")
 RATING = ("judge", "coherence")
@@ -205,8 +206,10 @@ def test_direction_from_the_registry_when_the_run_has_no_summary(tmp_path: objec
     run_a = s.create_run({"evaluators": {"v": {"metric": "violence"}}}, None, "test")
     run_b = s.create_run({"evaluators": {"v": {"metric": "violence"}}}, None, "test")
     for run, values in ((run_a, [0.0] * 12), (run_b, [5.0] * 12)):
-        s.put_scores(run, "v", [(i, {}, False, None, [("violence", v, None, "ok", None, None)])
-                                for i, v in enumerate(values)])
+        s.put_scores(run, "v", [
+            ScoreRecord(i, {}, False, None, [ScoreLine("violence", v, None, "ok", None, None)])
+            for i, v in enumerate(values)
+        ])
     m = compare_runs(s, run_a, run_b).metric("v.violence")
     assert m.higher_is_better is False and m.verdict == "worse"
 

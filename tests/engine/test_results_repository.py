@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from touchstone.scores import Status
-from touchstone.store import StoredRow, open_store
+from touchstone.scores import ScoreLine, Status
+from touchstone.store import ScoreRecord, StoredRow, open_store
 from touchstone.store.results import FailedScore, ResultOutputs, RowInputs, SqlResultsRepository, TargetOutput
 
 
@@ -19,11 +19,14 @@ def _run(tmp_path: Path) -> tuple[SqlResultsRepository, str]:
         StoredRow(2, None, None, {"q": "two"}, None, None),
     ])
     store.put_scores(run, "m", [
-        (0, {"m": 0.5, "m_result": "pass"}, False, {"calls": 1}, [("m", 0.5, None, "ok", None, 1)]),
-        (1, {"m_error": "bad"}, True, None, [("m", None, None, Status.FAILED.value, "judge_call", None)]),
+        ScoreRecord(0, {"m": 0.5, "m_result": "pass"}, False, {"calls": 1},
+                    [ScoreLine("m", 0.5, None, "ok", None, 1)]),
+        ScoreRecord(1, {"m_error": "bad"}, True, None,
+                    [ScoreLine("m", None, None, Status.FAILED.value, "judge_call", None)]),
     ])
-    store.put_scores(run, "n", [(2, {"n": 3}, False, None, [("n_b", 1.0, "x", "ok", None, None),
-                                                              ("n_a", 2.0, None, "ok", None, 0)])])
+    store.put_scores(run, "n", [ScoreRecord(2, {"n": 3}, False, None, [
+        ScoreLine("n_b", 1.0, "x", "ok", None, None), ScoreLine("n_a", 2.0, None, "ok", None, 0),
+    ])])
     assert isinstance(store.results, SqlResultsRepository)
     return store.results, run
 

@@ -11,7 +11,7 @@ import pytest
 
 from touchstone.scores import Score
 from touchstone.store import open_store
-from touchstone.store.base import Store, StoredRow
+from touchstone.store.base import ScoreRecord, Store, StoredRow
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -42,7 +42,8 @@ def make_run(store: Store, name: str, rows: list[dict[str, Any]],
     store.put_rows(run_id, [StoredRow(i, "data.jsonl", i + 1, r, None, None) for i, r in enumerate(rows)])
     for metric, values in (scores or {}).items():
         store.put_scores(run_id, metric, [
-            (i, {metric: v, **extra}, False, None, [Score(metric, v)]) for i, (v, extra) in enumerate(values)
+            ScoreRecord(i, {metric: v, **extra}, False, None, [Score(metric, v)])
+            for i, (v, extra) in enumerate(values)
         ])
     store.finish_run(run_id, "completed", {}, {})
     return run_id

@@ -13,7 +13,8 @@ import pytest
 
 from touchstone.errors import InputValidationError
 from touchstone.people.feedback import record_feedback
-from touchstone.store import Store, StoredRow, open_store
+from touchstone.scores import ScoreLine
+from touchstone.store import ScoreRecord, Store, StoredRow, open_store
 from touchstone.store.dashboard import (
     DashboardReads,
     EvaluatorResult,
@@ -59,15 +60,16 @@ def _write(store: Store) -> Written:
     ])
     f1_items = []
     for i, v in enumerate(F1_VALUES):
-        line = ("f1_score", v, None, "ok" if v is not None else "failed",
+        line = ScoreLine("f1_score", v, None, "ok" if v is not None else "failed",
                 None if v is not None else "judge_reply", None if v is None else int(v >= 0.5))
-        f1_items.append((i, {"f1_score": v}, v is None, {"calls": 0}, (line,)))
+        f1_items.append(ScoreRecord(i, {"f1_score": v}, v is None, {"calls": 0}, (line,)))
     store.put_scores(alpha, "f1", f1_items)
     judge_items = []
     for i, v in enumerate(COHERENCE_VALUES):
-        lines = (("coherence", float(v), None, "ok", None, int(v >= 3)),
-                 ("verdict", None, "yes" if i < 4 else "no", "ok", None, None))
-        judge_items.append((i, {"coherence": v, "coherence_reason": f"reason {i}"}, False, None, lines))
+        lines = (ScoreLine("coherence", float(v), None, "ok", None, int(v >= 3)),
+                 ScoreLine("verdict", None, "yes" if i < 4 else "no", "ok", None, None))
+        outputs = {"coherence": v, "coherence_reason": f"reason {i}"}
+        judge_items.append(ScoreRecord(i, outputs, False, None, lines))
     store.put_scores(alpha, "judge", judge_items)
     summary = {"summary": {"f1.f1_score": {"mean": 0.5, "n": 5}, "judge.coherence": {"mean": 3.0, "n": 6}}}
     store.finish_run(alpha, "completed", {}, summary)

@@ -256,7 +256,7 @@ def test_a_row_written_meanwhile_by_another_process_is_merged_not_an_error(
     monkeypatch.setattr(PostgresStore, "_merge", counting_merge)
 
     def write() -> None:
-        rows = [(i, {"by": "bulk"}, False, None, [Score("m", 1.0)]) for i in range(100)]
+        rows = [ScoreRecord(i, {"by": "bulk"}, False, None, [Score("m", 1.0)]) for i in range(100)]
         try:
             store.put_scores(run_id, "m", rows)
         except BaseException as exc:  # reported by the assertion below

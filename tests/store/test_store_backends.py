@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 from touchstone.errors import StoreError
-from touchstone.scores import ErrorInfo, Score
-from touchstone.store import Store, StoredRow, open_store
+from touchstone.scores import ErrorInfo, Score, ScoreLine
+from touchstone.store import ScoreRecord, Store, StoredRow, open_store
 from touchstone.store.postgres import COPY_FROM, PostgresStore
 from touchstone.store.sql import format_placeholders
 from touchstone.store.sqlite import RunStore
@@ -31,7 +31,8 @@ def test_fetch_all_takes_portable_sql_with_question_marks(store_location: str) -
     store = open_store(store_location)
     run_id = store.create_run({"data": "d.jsonl"}, "100% sure?", "0.2.0")
     store.put_scores(run_id, "f1", [
-        (i, {"f1_score": i / 4}, False, None, [Score("f1_score", i / 4, passed=i >= 2)]) for i in range(4)
+        ScoreRecord(i, {"f1_score": i / 4}, False, None, [Score("f1_score", i / 4, passed=i >= 2)])
+        for i in range(4)
     ])
     # a literal '%' and a literal '?' stay as they are; only bare ? are parameters
     rows = store.fetch_all(
@@ -66,13 +67,13 @@ def test_many_results_at_once_replace_earlier_ones(store_location: str) -> None:
     n = COPY_FROM * 3
     store.put_rows(run_id, [StoredRow(i, "d.jsonl", i + 1, {"q": f"é{i}"}, None, None) for i in range(n)])
     store.put_scores(run_id, "m", [
-        (i, {"m": float(i)}, False, {"calls": 1}, [Score("m", float(i)), Score("m_extra", 1.0)])
+        ScoreRecord(i, {"m": float(i)}, False, {"calls": 1}, [Score("m", float(i)), Score("m_extra", 1.0)])
         for i in range(n)
     ])
     assert store.count_scores(run_id) == n and len(store.score_values(run_id)) == 2 * n
     failed = Score.failed("m", ErrorInfo("judge_call", "x"))
-    again = [(i, {"m": -1.0}, True, None, [failed]) for i in range(0, n, 2)]
-    again.append((0, {"m": 7.0}, False, None, [Score("m", 7.0)]))  # row 0 twice: the last one wins
+    again = [ScoreRecord(i, {"m": -1.0}, True, None, [failed]) for i in range(0, n, 2)]
+    again.append(ScoreRecord(0, {"m": 7.0}, False, None, [Score("m", 7.0)]))  # row 0 twice: the last one wins
     store.put_scores(run_id, "m", again)
     scores = store.get_scores(run_id)
     assert len(scores) == n
@@ -91,8 +92,8 @@ def test_many_results_at_once_replace_earlier_ones(store_location: str) -> None:
 def test_score_lines_with_nan_are_stored_as_missing_values(store_location: str) -> None:
     store = open_store(store_location)
     run_id = store.create_run({}, None, "0.2.0")
-    line = ("m", float("nan"), None, "ok", None, None)
-    store.put_scores(run_id, "m", [(0, {"m": None}, False, None, [line])])
+    line = ScoreLine("m", float("nan"), None, "ok", None, None)
+    store.put_scores(run_id, "m", [ScoreRecord(0, {"m": None}, False, None, [line])])
     (value,) = store.score_values(run_id)
     assert value.value is None
     store.close()
@@ -102,20 +103,20 @@ WRITER = textwrap.dedent(
     """
     import sys
     from touchstone.scores import Score
-    from touchstone.store import StoredRow, open_store
+    from touchstone.store import ScoreRecord, StoredRow, open_store
 
     location, shared_run, who, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     store = open_store(location)
     own = store.create_run({"writer": who}, who, "0.2.0")
     store.put_rows(own, [StoredRow(i, None, None, {"i": i}, None, None) for i in range(n)])
     for i in range(n):  # one transaction per result, interleaved with the other writer's
-        store.put_scores(shared_run, who, [(i, {"v": i}, False, None, [Score("v", float(i))])])
-        store.put_scores(own, "m", [(i, {"v": i}, False, None, [Score("v", float(i))])])
+        store.put_scores(shared_run, who, [ScoreRecord(i, {"v": i}, False, None, [Score("v", float(i))])])
+        store.put_scores(own, "m", [ScoreRecord(i, {"v": i}, False, None, [Score("v", float(i))])])
     # then big batches into the same evaluator as the other process, disjoint rows
     base = 10_000 if who == "a" else 20_000
     for start in range(0, 300, 100):
         store.put_scores(shared_run, "both", [
-            (base + i, {"v": i}, False, None, [Score("v", float(i))]) for i in range(start, start + 100)
+            ScoreRecord(base + i, {"v": i}, False, None, [Score("v", float(i))]) for i in range(start, start + 100)
         ])
     store.set_status(own, "completed")
     store.close()
@@ -156,7 +157,7 @@ def test_unknown_run_and_empty_writes(store_location: str) -> None:
     assert store.count_scores(run_id) == 0 and store.get_scores(run_id) == {}
     assert store.score_keys(run_id) == set()
     with pytest.raises((sqlite3.IntegrityError, StoreError), match=r"(?i)foreign key"):
-        store.put_scores("no-such-run", "m", [(0, {}, False, None)])
+        store.put_scores("no-such-run", "m", [ScoreRecord(0, {}, False, None)])
     with pytest.raises((sqlite3.Error, StoreError)) as err:
         store.fetch_all("SELECT colour FROM nowhere WHERE x = ?", (1,))
     assert "nowhere" in str(err.value)

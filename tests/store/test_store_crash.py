@@ -12,7 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from touchstone.store import open_store
+from touchstone.store import ScoreRecord, open_store
 from touchstone.store.sqlite import RunStore, StoredRow
 
 SCRIPT = textwrap.dedent(
@@ -73,7 +73,7 @@ def test_store_roundtrip(store_location: str) -> None:
     store = open_store(store_location)
     run_id = store.create_run({"data": "x.jsonl", "n_rows": 1}, "demo", "0.1.0")
     store.put_rows(run_id, [StoredRow(0, "x.jsonl", 1, {"q": "é"}, {"response": "r"}, None)])
-    store.put_scores(run_id, "f1", [(0, {"f1_score": 0.5}, False, {"calls": 1})])
+    store.put_scores(run_id, "f1", [ScoreRecord(0, {"f1_score": 0.5}, False, {"calls": 1})])
     assert store.get_scores(run_id) == {(0, "f1"): ({"f1_score": 0.5}, {"calls": 1})}
     store.finish_run(run_id, "completed", {"f1.f1_score": 0.5}, {"summary": {}})
     info = store.get_run(run_id)

@@ -15,7 +15,7 @@ import pytest
 from touchstone.errors import ConfigurationError
 from touchstone.judges.cache import CacheLocationWarning, JudgeCache
 from touchstone.judges.config import default_cache_path
-from touchstone.store import RunStore, StoreLocationWarning, open_store
+from touchstone.store import RunStore, ScoreRecord, StoreLocationWarning, open_store
 
 
 @pytest.fixture(params=["home_is_a_file", "dot_touchstone_is_a_file"])
@@ -42,7 +42,7 @@ def test_default_store_falls_back_to_memory_and_warns_once(bad_home: Path) -> No
     assert not store.persistent and str(store.path) == ":memory:"
 
     run_id = store.create_run({"n": 1}, None, "0.2.0")  # it works, in memory
-    store.put_scores(run_id, "f", [(0, {"f": 1.0}, False, None)])
+    store.put_scores(run_id, "f", [ScoreRecord(0, {"f": 1.0}, False, None)])
     assert store.count_scores(run_id) == 1
 
     with warnings.catch_warnings():

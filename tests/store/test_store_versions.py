@@ -11,7 +11,7 @@ from typing import cast
 import pytest
 
 from touchstone.errors import ConfigurationError, StoreError
-from touchstone.scores import ErrorInfo, Score, Status
+from touchstone.scores import ErrorInfo, Score, ScoreLine, Status
 from touchstone.store import RunStore, ScoreRecord, ScoreValue, Store, StoreVersionError, open_store
 from touchstone.store.migrations import SCHEMA_VERSION
 from touchstone.store.postgres import PostgresStore
@@ -130,12 +130,15 @@ def test_typed_scores_are_queryable_beside_the_json(store_location: str) -> None
         "groundedness",
         [
             ScoreRecord(0, {"groundedness": 4.0, "groundedness_result": "pass"}, False, {"calls": 1}, [ok]),
-            (1, '{"groundedness": null, "groundedness_error": "HTTP 500"}', True, None, [bad]),  # pre-encoded
+            # pre-encoded outputs
+            ScoreRecord(1, '{"groundedness": null, "groundedness_error": "HTTP 500"}', True, None, [bad]),
         ],
     )
-    store.put_scores(run_id, "rouge", [(0, {"rouge_precision": 0.5, "rouge_recall": 1.0}, False, None,
-                                        [Score("rouge_precision", 0.5), Score("rouge_recall", 1)])])
-    store.put_scores(run_id, "legacy", [(0, {"x": 1.0}, False, None)])  # the 4-tuple form: JSON only
+    store.put_scores(run_id, "rouge", [ScoreRecord(
+        0, {"rouge_precision": 0.5, "rouge_recall": 1.0}, False, None,
+        [Score("rouge_precision", 0.5), Score("rouge_recall", 1)],
+    )])
+    store.put_scores(run_id, "legacy", [ScoreRecord(0, {"x": 1.0}, False, None)])  # no scores: JSON only
 
     assert store.get_scores(run_id)[1, "groundedness"] == (
         {"groundedness": None, "groundedness_error": "HTTP 500"},
@@ -152,19 +155,22 @@ def test_typed_scores_are_queryable_beside_the_json(store_location: str) -> None
     assert len(store.score_values(run_id)) == 4
 
     # The same (row, evaluator) written again replaces its typed lines as a whole.
-    store.put_scores(run_id, "rouge", [(0, {"rouge_f1": 0.7}, False, None, [Score("rouge_f1", 0.7)])])
+    rouge_f1 = ScoreRecord(0, {"rouge_f1": 0.7}, False, None, [Score("rouge_f1", 0.7)])
+    store.put_scores(run_id, "rouge", [rouge_f1])
     assert [(v.metric, v.value) for v in store.score_values(run_id, "rouge")] == [("rouge_f1", 0.7)]
-    # Rows that are not consecutive (a resume re-scoring some rows), as ScoreLine tuples: only the
+    # Rows that are not consecutive (a resume re-scoring some rows), as ScoreLine records: only the
     # rows written again lose their earlier lines.
-    store.put_scores(run_id, "rouge", [(i, {}, False, None, [Score("rouge_f1", i / 10)]) for i in range(5)])
-    store.put_scores(
-        run_id, "rouge", [(i, {}, False, None, [("rouge_p", 0.5, None, "ok", None, 1)]) for i in (3, 1)]
-    )
+    store.put_scores(run_id, "rouge", [
+        ScoreRecord(i, {}, False, None, [Score("rouge_f1", i / 10)]) for i in range(5)
+    ])
+    store.put_scores(run_id, "rouge", [
+        ScoreRecord(i, {}, False, None, [ScoreLine("rouge_p", 0.5, None, "ok", None, 1)]) for i in (3, 1)
+    ])
     assert [(v.idx, v.metric, v.value, v.passed) for v in store.score_values(run_id, "rouge")] == [
         (0, "rouge_f1", 0.0, None), (1, "rouge_p", 0.5, True), (2, "rouge_f1", 0.2, None),
         (3, "rouge_p", 0.5, True), (4, "rouge_f1", 0.4, None),
     ]
-    store.put_scores(run_id, "rouge", [(0, {"rouge_f1": 0.7}, False, None, [Score("rouge_f1", 0.7)])])
+    store.put_scores(run_id, "rouge", [rouge_f1])
 
     # Plain SQL over the columns: what the typed lines are for (the same portable SQL on both backends).
     assert store.fetch_all(
@@ -181,9 +187,9 @@ def test_a_failed_write_leaves_neither_json_nor_typed_lines(store_location: str)
     unbindable = Score("m", 1.0, label=object())  # type: ignore[arg-type]
     # raised by the second statement, after the JSON was inserted (the driver's error, as a StoreError)
     with pytest.raises((sqlite3.Error, StoreError)):
-        store.put_scores(run_id, "m", [(0, {"m": 1.0}, False, None, [unbindable])])
+        store.put_scores(run_id, "m", [ScoreRecord(0, {"m": 1.0}, False, None, [unbindable])])
     assert store.count_scores(run_id) == 0 and store.score_values(run_id) == []
-    store.put_scores(run_id, "m", [(0, {"m": 1.0}, False, None, [Score("m", 1.0)])])  # still usable
+    store.put_scores(run_id, "m", [ScoreRecord(0, {"m": 1.0}, False, None, [Score("m", 1.0)])])  # usable
     assert store.count_scores(run_id) == 1
 
 

@@ -15,7 +15,8 @@ import pytest
 from tests.store.pg_server import PgServer
 from tests.ui.conftest import HOSTILE, HOSTILE_COLUMN, HOSTILE_RUN_NAME, N_ROWS, UIRuns
 
-from touchstone.store import RunStore, open_store
+from touchstone.scores import ScoreLine
+from touchstone.store import RunStore, ScoreRecord, open_store
 from touchstone.store.base import RunInfo, ScoreValue, Store, StoredRow
 from touchstone.store.dashboard import RowFilter
 from touchstone.store.dashboard_filters import json_text, like_pattern
@@ -337,16 +338,17 @@ def pg_copy(pg_server: PgServer, ui_runs: UIRuns) -> Iterator[tuple[Store, dict[
         info = _info(src, run_id)
         new = store.create_run(info.config, info.name, info.version or "")
         store.put_rows(new, src.get_rows(run_id))
-        lines: dict[tuple[int, str], list[tuple[Any, ...]]] = {}
+        lines: dict[tuple[int, str], list[ScoreLine]] = {}
         for v in src.score_values(run_id):
             passed = None if v.passed is None else int(v.passed)
             lines.setdefault((v.idx, v.evaluator), []).append(
-                (v.metric, v.value, v.label, v.status.value, v.error_kind, passed))
-        by_evaluator: dict[str, list[Any]] = {}
+                ScoreLine(v.metric, v.value, v.label, v.status.value, v.error_kind, passed))
+        by_evaluator: dict[str, list[ScoreRecord]] = {}
         for (idx, evaluator), (outputs, usage) in src.get_scores(run_id).items():
             typed = lines.get((idx, evaluator), [])
-            failed = any(line[3] != "ok" for line in typed)
-            by_evaluator.setdefault(evaluator, []).append((idx, outputs, failed, usage, tuple(typed)))
+            failed = any(line.status != "ok" for line in typed)
+            record = ScoreRecord(idx, outputs, failed, usage, tuple(typed))
+            by_evaluator.setdefault(evaluator, []).append(record)
         for evaluator, items in by_evaluator.items():
             store.put_scores(new, evaluator, items)
         store.finish_run(new, info.status, info.metrics or {}, info.summary or {})

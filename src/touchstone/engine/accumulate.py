@@ -55,9 +55,11 @@ class _Scores:
     def add(self, i: int, lines: Sequence[ScoreLine], failed: bool) -> None:
         self.seen[i] = True
         self.failed[i] = failed
-        for pos, (metric, value, _, status, _, flag) in enumerate(lines):
-            if status != "ok" or value is None:
+        for pos, line in enumerate(lines):
+            value = line.value
+            if line.status != "ok" or value is None:
                 continue
+            metric, flag = line.metric, line.passed
             entry = self.values.get(metric)
             if entry is None:
                 flags = np.full(self.n_rows, -1, np.int8)

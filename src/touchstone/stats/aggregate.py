@@ -53,13 +53,14 @@ def is_failed(outputs: Mapping[str, Any] | None) -> bool:
 def _collect_lines(
     lines: Sequence[ScoreLine], values: dict[str, list[float]], passed: dict[str, list[bool]]
 ) -> None:
-    """What :func:`summarize` reads of Scores, from their :data:`ScoreLine` tuples (no objects built)."""
-    for metric, value, _, status, _, flag in lines:
-        if status != "ok" or value is None:
+    """What :func:`summarize` reads of Scores, from their :class:`ScoreLine` records (no objects built)."""
+    for line in lines:
+        value = line.value
+        if line.status != "ok" or value is None:
             continue
-        values.setdefault(metric, []).append(value)
-        if flag is not None:
-            passed.setdefault(metric, []).append(bool(flag))
+        values.setdefault(line.metric, []).append(value)
+        if line.passed is not None:
+            passed.setdefault(line.metric, []).append(bool(line.passed))
 
 
 def summarize(

@@ -11,7 +11,6 @@ import os
 from typing import TypeAlias
 
 from touchstone.store.base import (
-    PutScoresItem,
     RunInfo,
     ScoreRecord,
     ScoreValue,
@@ -27,7 +26,6 @@ from touchstone.store.urls import is_postgres_url, redact_url
 
 __all__ = [
     "PostgresStore",
-    "PutScoresItem",
     "RunInfo",
     "RunStore",
     "ScoreRecord",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from touchstone._exceptions import ErrorBlame, ErrorCategory
 from touchstone.errors import ConfigurationError, StoreError
@@ -95,11 +95,8 @@ class ScoreRecord(NamedTuple):
     ``str`` made by :func:`touchstone.store.sqlite.encode_outputs`, so a worker process can encode
     it ahead); ``failed`` whether any score of the row failed; ``usage`` the model calls, tokens and
     cost spent on the row; ``scores`` the typed :class:`~touchstone.scores.Score` objects of the
-    row, or their :data:`ScoreLine` tuples, written to the queryable score columns (empty: only the
-    JSON is written).
-
-    Being a tuple, a record may also be passed as a plain ``(idx, outputs, failed, usage)`` or
-    ``(idx, outputs, failed, usage, scores)`` tuple (cheapest when writing many)."""
+    row, or their :class:`~touchstone.scores.ScoreLine` encoding (as worker processes send them),
+    written to the queryable score columns (empty: only the JSON is written)."""
 
     idx: int
     outputs: dict[str, Any] | str
@@ -109,14 +106,14 @@ class ScoreRecord(NamedTuple):
 
 
 def score_lines(scores: Iterable[Score]) -> tuple[ScoreLine, ...]:
-    """The :data:`ScoreLine` of each Score."""
+    """The :class:`~touchstone.scores.ScoreLine` of each Score: how the queryable columns keep it."""
     lines: list[ScoreLine] = []
     for sc in scores:
         value = sc.value
         if value is not None and type(value) is not float:
             value = float(value)  # numpy scalars, ints, bools: one REAL column
         err = sc.error
-        lines.append((
+        lines.append(ScoreLine(
             sc.name,
             value,
             sc.label,
@@ -125,14 +122,6 @@ def score_lines(scores: Iterable[Score]) -> tuple[ScoreLine, ...]:
             None if sc.passed is None else int(sc.passed),
         ))
     return tuple(lines)
-
-
-PutScoresItem: TypeAlias = (
-    ScoreRecord
-    | tuple[int, dict[str, Any] | str, bool, dict[str, Any] | None]
-    | tuple[int, dict[str, Any] | str, bool, dict[str, Any] | None, Sequence[Score] | Sequence[ScoreLine]]
-)
-"""One item of :meth:`Store.put_scores`: a :class:`ScoreRecord` or a plain 4- or 5-tuple of the same."""
 
 
 @dataclass(frozen=True)
@@ -227,7 +216,7 @@ class Store(Protocol):
         """Every stored input row of a run, by index."""
         ...
 
-    def put_scores(self, run_id: str, evaluator: str, scores: Iterable[PutScoresItem]) -> None:
+    def put_scores(self, run_id: str, evaluator: str, scores: Iterable[ScoreRecord]) -> None:
         """Write (or replace) the results of one evaluator on some rows, in one transaction: the
         JSON outputs of each row and, when given, its typed scores (see :class:`ScoreRecord`)."""
         ...

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from touchstone.scores import Score, ScoreLine, Status
-from touchstone.store.base import PutScoresItem, RunInfo, ScoreValue, StoredRow, score_lines
+from touchstone.store.base import RunInfo, ScoreRecord, ScoreValue, StoredRow, score_lines
 
 if TYPE_CHECKING:
     from touchstone.store.comparisons import SqlComparisonReads
@@ -237,25 +237,24 @@ class SqlStore(ABC):
             for r in rows
         ]
 
-    def put_scores(self, run_id: str, evaluator: str, scores: Iterable[PutScoresItem]) -> None:
+    def put_scores(self, run_id: str, evaluator: str, scores: Iterable[ScoreRecord]) -> None:
         """Write the results of one evaluator on some rows, in one transaction.
 
-        Each item is a :class:`~touchstone.store.base.ScoreRecord` or a plain tuple
-        ``(idx, outputs, failed, usage)`` / ``(idx, outputs, failed, usage, scores)``: ``outputs``
-        the flat dict, or already JSON-encoded (a ``str``, as :func:`encode_outputs` makes it);
-        ``scores`` the row's typed :class:`~touchstone.scores.Score` objects, written one line per
-        metric to ``score_values``. A result written again for the same (row, evaluator) replaces
-        the earlier one, typed lines included."""
+        Of each :class:`~touchstone.store.base.ScoreRecord`, ``outputs`` is the flat dict, or already
+        JSON-encoded (a ``str``, as :func:`encode_outputs` makes it); ``scores`` the row's typed
+        :class:`~touchstone.scores.Score` objects (or their lines), written one line per metric to
+        ``score_values``. A result written again for the same (row, evaluator) replaces the earlier
+        one, typed lines included."""
         stamp = now()
         json_rows: list[tuple[Any, ...]] = []
         typed_rows: list[tuple[Any, ...]] = []
         add_json = json_rows.append
-        for item in scores:
-            idx, out, failed, usage = item[0], item[1], item[2], item[3]
-            add_json((run_id, idx, evaluator, out if isinstance(out, str) else _ENCODE(out), int(failed),
-                      None if usage is None else _ENCODE(usage), stamp))
-            if len(item) > 4 and item[4]:
-                typed_rows.extend(typed_lines(run_id, idx, evaluator, item[4]))
+        for record in scores:
+            out, usage = record.outputs, record.usage
+            add_json((run_id, record.idx, evaluator, out if isinstance(out, str) else _ENCODE(out),
+                      int(record.failed), None if usage is None else _ENCODE(usage), stamp))
+            if record.scores:
+                typed_rows.extend(typed_lines(run_id, record.idx, evaluator, record.scores))
         with self._tx() as c:
             self._write_scores(c, run_id, evaluator, json_rows, typed_rows)
 
@@ -329,10 +328,11 @@ def _run_info(row: Sequence[Any]) -> RunInfo:
 def typed_lines(
     run_id: str, idx: int, evaluator: str, scores: Sequence[Score] | Sequence[ScoreLine]
 ) -> list[tuple[Any, ...]]:
-    """The ``score_values`` lines of one row's Scores (or of their :data:`ScoreLine` tuples)."""
+    """The ``score_values`` lines of one row's Scores (or of their :class:`ScoreLine` records), in
+    the table's column order (run, evaluator, row, then the line's fields in declaration order)."""
     first = scores[0]
-    lines = cast("Sequence[ScoreLine]", scores) if isinstance(first, tuple) else score_lines(
-        cast("Sequence[Score]", scores))
+    lines = score_lines(cast("Sequence[Score]", scores)) if isinstance(first, Score) else cast(
+        "Sequence[ScoreLine]", scores)
     return [(run_id, evaluator, idx, *line) for line in lines]
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from touchstone.engine.executors.base import Executor, Plan, WireRow
+from touchstone.engine.executors.base import Executor, Plan, ScoredChunk, WireRow
 from touchstone.engine.executors.choice import ExecutorChoice, is_ray_dataset, make_executor, reads_with_ray
 from touchstone.engine.executors.local import INHERIT_MAX_ROWS, LocalExecutor, default_processes
 from touchstone.engine.executors.scoring import direct_inputs, score_wire, score_with_usage
@@ -40,6 +40,7 @@ __all__ = [
     "LocalExecutor",
     "Plan",
     "RayExecutor",
+    "ScoredChunk",
     "WireRow",
     "default_processes",
     "direct_inputs",

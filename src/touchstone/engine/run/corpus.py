@@ -78,6 +78,6 @@ def _outputs(run: RunSession, name: str, ok: np.ndarray) -> Iterator[Outcome]:
         stop = min(run.n, start + STORE_PAGE)
         if not ok[start:stop].any():
             continue
-        for idx, _, outputs, _ in results.evaluator_outputs(run.ctx.run_id, name, start, stop):
-            if ok[idx]:
-                yield CompactOutcome(outputs, (), False)
+        for stored in results.evaluator_outputs(run.ctx.run_id, name, start, stop):
+            if ok[stored.idx]:
+                yield CompactOutcome(stored.outputs, (), False)

@@ -19,6 +19,7 @@ from touchstone.engine.run.target_pass import batch_rows
 from touchstone.engine.run.window import RecordWindow
 from touchstone.evaluators.base import Evaluator
 from touchstone.scores import CompactOutcome, Outcome
+from touchstone.store import ScoreRecord
 
 if TYPE_CHECKING:
     from touchstone.engine.run.session import RunSession
@@ -48,24 +49,25 @@ async def run_cpu_bound(run: RunSession, evs: dict[str, Evaluator]) -> None:
 
 
 def _store_outcomes(run: RunSession, name: str, pairs: list[tuple[int, Outcome]]) -> None:
-    run.sink.put_scores_later(name, [(i, out, out.failed, None, out.scores) for i, out in pairs])
+    run.sink.put_scores_later(name, [ScoreRecord(i, out, out.failed, None, out.scores) for i, out in pairs])
     for i, out in pairs:
         run.record(name, i, out, None)
 
 
 def _store_wire(run: RunSession, name: str, ev: Evaluator, chunk: list[int], wire: list[WireRow]) -> None:
     """Write what worker processes sent back as it is, and feed it to the figures."""
-    run.sink.put_scores_later(
-        name, [(i, enc, failed, None, lines) for i, (enc, _, failed, lines) in zip(chunk, wire, strict=True)]
-    )
+    run.sink.put_scores_later(name, [
+        ScoreRecord(i, row.encoded, row.failed, None, row.lines) for i, row in zip(chunk, wire, strict=True)
+    ])
     error_key = f"{ev.info.prefix}_error"
     acc, keep, scores = run.acc, run.keep, run.scores
-    for i, (_, outputs, failed, lines) in zip(chunk, wire, strict=True):
-        acc.add_result(name, i, outputs, failed, lines)
+    for i, row in zip(chunk, wire, strict=True):
+        outputs, failed = row.outputs, row.failed
+        acc.add_result(name, i, outputs, failed, row.lines)
         if keep:
             error = outputs.get(error_key) if failed else None
             message = None if error is None else str(error)
-            scores[i, name] = (CompactOutcome(outputs, lines, failed, message), None)
+            scores[i, name] = (CompactOutcome(outputs, row.lines, failed, message), None)
 
 
 async def _score_chunk(
@@ -111,9 +113,9 @@ async def _parallel(
         if run.rows_with_sync:
             for start, batch in run.source.batches():
                 await batch_rows(run, start, batch)
-        async for name, chunk, wire in results:
-            _store_wire(run, name, evs[name], chunk, wire)
-            run.tick(len(chunk))
+        async for scored in results:
+            _store_wire(run, scored.evaluator, evs[scored.evaluator], scored.indices, scored.rows)
+            run.tick(len(scored.indices))
         return
     retiring: list[asyncio.Task[None]] = []
     encode = getattr(executor, "encoded_rows", None)

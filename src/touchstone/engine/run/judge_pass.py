@@ -16,6 +16,7 @@ from touchstone.engine.executors import make_executor
 from touchstone.engine.run.sink import FLUSH_SECONDS
 from touchstone.engine.run.window import RecordWindow
 from touchstone.evaluators.base import Evaluator
+from touchstone.store import ScoreRecord
 
 if TYPE_CHECKING:
     from touchstone.engine.run.session import RunSession
@@ -43,7 +44,7 @@ async def run_io_bound(run: RunSession, evs: dict[str, Evaluator]) -> None:
             out, usage = ev.failure(inputs), {}
         if usage and out.scores:
             out.scores[0].usage = usage
-        writer.add(name, (i, out, out.failed, usage or None, out.scores))
+        writer.add(name, ScoreRecord(i, out, out.failed, usage or None, out.scores))
         run.record(name, i, out, usage or None)
         run.tick(1)
 

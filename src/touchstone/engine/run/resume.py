@@ -99,8 +99,9 @@ def standing_results(
                 mask[rows[(rows >= 0) & (rows < n_rows)]] = True
     if retry:
         everything = "*" in retry
-        for idx, name, kind in results.failed_scores(run_id):
-            if name in masks and 0 <= idx < n_rows and (everything or (kind or "") in retry):
+        for failure in results.failed_scores(run_id):
+            idx, name = failure.idx, failure.evaluator
+            if name in masks and 0 <= idx < n_rows and (everything or (failure.error_kind or "") in retry):
                 masks[name][idx] = False
     return masks
 
@@ -115,7 +116,8 @@ def stored_page(
     typed = {name: results.score_lines(run_id, name, start, stop) for name in evs}
     out: dict[tuple[int, str], StoredOutcome] = {}
     ok = Status.OK.value
-    for idx, name, outputs, usage in results.results(run_id, start, stop):
+    for result in results.results(run_id, start, stop):
+        idx, name, outputs, usage = result.idx, result.evaluator, result.outputs, result.usage
         ev = evs.get(name)
         if ev is None:
             continue
@@ -124,9 +126,9 @@ def stored_page(
             out[idx, name] = (ev.as_outcome(outputs), usage)
             continue
         main = ev.info.key
-        lines.sort(key=lambda line: line[0] != main)  # the main score first
+        lines.sort(key=lambda line: line.metric != main)  # the main score first
         error = outputs.get(f"{ev.info.prefix}_error")
-        failed = any(line[3] != ok for line in lines)
+        failed = any(line.status != ok for line in lines)
         message = None if error is None else str(error)
         out[idx, name] = (CompactOutcome(outputs, lines, failed, message), usage)
     return out

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from touchstone.engine.store_thread import StoreThread
-from touchstone.scores import Outcome, Score
-from touchstone.store import Store, StoredRow
-from touchstone.store.base import PutScoresItem
+from touchstone.store import ScoreRecord, Store, StoredRow
 
 FLUSH_SECONDS = 0.1
 """Results of I/O-bound evaluators wait at most this long before they are written (group commit)."""
@@ -55,17 +53,17 @@ class RunSink:
         for listener in self._listeners:
             listener.written(None, [r.idx for r in rows])
 
-    def put_scores(self, evaluator: str, records: Sequence[PutScoresItem]) -> None:
+    def put_scores(self, evaluator: str, records: Sequence[ScoreRecord]) -> None:
         """Write one evaluator's results now."""
         self.store.put_scores(self.run_id, evaluator, records)
         for listener in self._listeners:
-            listener.written(evaluator, [r[0] for r in records])
+            listener.written(evaluator, [r.idx for r in records])
 
     def put_rows_later(self, rows: list[StoredRow]) -> None:
         """Hand input rows to the writing thread."""
         self._thread.submit(self.put_rows, rows)
 
-    def put_scores_later(self, evaluator: str, records: Sequence[PutScoresItem]) -> None:
+    def put_scores_later(self, evaluator: str, records: Sequence[ScoreRecord]) -> None:
         """Hand one evaluator's results to the writing thread."""
         self._thread.submit(self.put_scores, evaluator, records)
 
@@ -85,8 +83,7 @@ class RunSink:
         self._thread.close()
 
 
-_Record = tuple[int, Outcome, bool, "dict[str, Any] | None", list[Score]]
-_Group = dict[str, list[_Record]]
+_Group = dict[str, list[ScoreRecord]]
 """Results waiting to be written, by evaluator name."""
 
 
@@ -107,7 +104,7 @@ class GroupWriter:
         self._count = 0
         self._thread = StoreThread()
 
-    def add(self, name: str, record: _Record) -> None:
+    def add(self, name: str, record: ScoreRecord) -> None:
         self._waiting.setdefault(name, []).append(record)
         self._count += 1
         if self._count >= FLUSH_ROWS:

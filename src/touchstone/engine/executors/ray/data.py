@@ -26,7 +26,7 @@ from touchstone.data.loaders import Record, load_records
 from touchstone.data.mapping import Ref
 from touchstone.data.streaming import BATCH_ROWS, RowSource, data_digest
 from touchstone.data.validation import Validation
-from touchstone.engine.executors.base import Plan, WireRow
+from touchstone.engine.executors.base import Plan, ScoredChunk
 from touchstone.engine.executors.ray.files import (
     RECORD,
     ROW_INDEX,
@@ -166,8 +166,8 @@ def score_frame(
     stored: Mapping[str, Any],
 ) -> dict[str, Any]:
     """``map_batches``' function: the batch's rows that each evaluator has still to score (not in
-    ``stored``, its mask by row index), scored; one pickled ``(name, indices, wire rows)`` per
-    evaluator with rows to score."""
+    ``stored``, its mask by row index), scored; one pickled :class:`ScoredChunk` per evaluator with
+    rows to score."""
     import numpy as np
 
     out: list[bytes] = []
@@ -179,7 +179,7 @@ def score_frame(
             todo = [k for k, i in enumerate(index) if not mask[i]]
             if todo:
                 rows = [direct_inputs(plans[name], records[k].data) for k in todo]
-                out.append(pickle.dumps((name, [index[k] for k in todo], score_wire(ev, rows))))
+                out.append(pickle.dumps(ScoredChunk(name, [index[k] for k in todo], score_wire(ev, rows))))
     scored = np.empty(len(out), dtype=object)
     scored[:] = out
     return {"scored": scored}
@@ -190,8 +190,8 @@ async def map_scores(
     evaluators: Mapping[str, Evaluator],
     plans: Mapping[str, Plan],
     stored: Mapping[str, Any],
-) -> AsyncIterator[tuple[str, list[int], list[WireRow]]]:
-    """``(evaluator name, row indices, wire rows)`` of the rows still to score, as ``map_batches``
+) -> AsyncIterator[ScoredChunk]:
+    """A :class:`ScoredChunk` per group of rows still to score, as ``map_batches``
     produces them across the cluster (in no particular order)."""
     mapped = source.dataset.map_batches(
         score_frame, batch_size=BATCH_ROWS, batch_format="pandas",
@@ -204,5 +204,5 @@ async def map_scores(
         if batch is None:
             return
         for blob in batch["scored"]:
-            name, indices, wire = pickle.loads(blob)
-            yield name, indices, wire
+            scored: ScoredChunk = pickle.loads(blob)
+            yield scored

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import Any
 
 from touchstone.data.loaders import Record
-from touchstone.engine.executors.base import Plan, WireRow, run_bounded
+from touchstone.engine.executors.base import Plan, ScoredChunk, WireRow, run_bounded
 from touchstone.engine.executors.ray.connect import connect
 from touchstone.engine.executors.ray.limiter import Lease, LeasedLimiter, LimiterActor
 from touchstone.engine.executors.scoring import direct_inputs, score_batch, score_wire, score_with_usage
@@ -118,10 +118,10 @@ class RayExecutor:
 
     def map_source(
         self, source: Any, evs: Mapping[str, Evaluator], plans: Mapping[str, Plan], stored: Mapping[str, Any]
-    ) -> AsyncIterator[tuple[str, list[int], list[WireRow]]] | None:
+    ) -> AsyncIterator[ScoredChunk] | None:
         """CPU metrics over a Ray Dataset input run in ``map_batches`` where its blocks are
-        (:func:`~touchstone.engine.executors.ray.data.map_scores`): ``(name, row indices, wire rows)`` as they
-        come. None when the input is not a dataset or a metric's inputs are not plain columns (the
+        (:func:`~touchstone.engine.executors.ray.data.map_scores`): a :class:`ScoredChunk` as each
+        comes. None when the input is not a dataset or a metric's inputs are not plain columns (the
         runner then sends batches as for any input). ``stored``: per metric, the rows already
         stored (a boolean mask by row index)."""
         from touchstone.engine.executors.ray.data import DatasetSource, map_scores
