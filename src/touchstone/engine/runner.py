@@ -237,7 +237,7 @@ def describe_source(data: Any, options: Mapping[str, Any]) -> str:
     monitor = options.get("monitor")
     try:
         count = f" of {len(data)} rows"
-    except TypeError:  # a Ray Dataset or another lazily counted source
+    except Exception:  # a Ray Dataset (no len: AttributeError) or another lazily counted source
         count = ""
     if isinstance(sampling, Mapping) and sampling.get("data"):
         return f"{sampling['data']} (a sample{count})"
