@@ -24,7 +24,7 @@ import numpy as np
 
 from touchstone.compare import compare_runs, rows_changed_most
 from touchstone.compare.matching import load_run
-from touchstone.scores import ScoreLine
+from touchstone.scores import score_line
 from touchstone.store import open_store
 from touchstone.store.base import ScoreRecord, Store, StoredRow
 
@@ -36,11 +36,11 @@ def build_run(store: Store, n: int, rng: np.random.Generator, shift: float) -> s
     f1 = np.clip(rng.normal(0.6 + shift, 0.2, n), 0, 1)
     em = rng.random(n) < 0.5 + shift
     store.put_scores(run_id, "f1", [
-        ScoreRecord(i, "{}", False, None, [ScoreLine("f1_score", float(v), None, "ok", None, int(v >= 0.5))])
+        ScoreRecord(i, "{}", False, None, [score_line("f1_score", float(v), None, "ok", None, int(v >= 0.5))])
         for i, v in enumerate(f1)
     ])
     store.put_scores(run_id, "em", [
-        ScoreRecord(i, "{}", False, None, [ScoreLine("exact_match", float(v), None, "ok", None, int(v))])
+        ScoreRecord(i, "{}", False, None, [score_line("exact_match", float(v), None, "ok", None, int(v))])
         for i, v in enumerate(em)
     ])
     summary = {"f1.f1_score": {"higher_is_better": True}, "em.exact_match": {"higher_is_better": True}}

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from touchstone.scores import ScoreLine
+from touchstone.scores import VALUE, ScoreLine, score_line
 from touchstone.store import open_store
 from touchstone.store.base import ScoreRecord, Store, StoredRow
 
@@ -58,12 +58,12 @@ def _lines(
     metric, threshold = EVALUATORS[evaluator]
     if rng.random() < 0.01:  # about 1% of rows fail: a judge reply that could not be used
         return ({f"{metric}_error": "JudgeReplyError: no usable score"}, True,
-                (ScoreLine(metric, None, None, "failed", "judge_reply", None),))
+                (score_line(metric, None, None, "failed", "judge_reply", None),))
     value, label = _value(rng, evaluator)
     passed = None if threshold is None or value is None else int(value >= threshold)
     outputs = {metric: value if value is not None else label, f"{metric}_reason": _text(rng, 12),
                f"{metric}_threshold": threshold}
-    return outputs, False, (ScoreLine(metric, value, label, "ok", None, passed),)
+    return outputs, False, (score_line(metric, value, label, "ok", None, passed),)
 
 
 def _summary(values: dict[str, list[float]], failed: dict[str, int], rows: int) -> dict[str, Any]:
@@ -106,7 +106,7 @@ def build_run(store: Store, rows: int, seed: int) -> str:
                 items.append(ScoreRecord(i, outputs, bad, None, lines))
                 if bad:
                     failed[evaluator] += 1
-                elif (main := lines[0].value) is not None:
+                elif (main := lines[0][VALUE]) is not None:
                     values[evaluator].append(main)
             store.put_scores(run_id, evaluator, items)
     status = "completed_with_failures" if any(failed.values()) else "completed"

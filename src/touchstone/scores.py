@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import Any, Final, TypeAlias
 
 
 class Status(str, Enum):
@@ -136,24 +136,39 @@ class Outcome(dict[str, Any]):
         return dict(self)
 
 
-class ScoreLine(NamedTuple):
-    """One Score as the store's queryable columns keep it, and as worker processes send it back: the
-    compact encoding of a :class:`Score` (made by :func:`touchstone.store.base.score_lines`, read back
-    by :class:`CompactOutcome`). A NamedTuple, so that half a million of them cost about what tuples cost;
-    read by field name."""
+ScoreLine: TypeAlias = tuple[str, float | None, str | None, str, str | None, int | None]
+"""One Score as the store's queryable columns keep it, and as worker processes send it back: the
+compact encoding of a :class:`Score` (made by :func:`touchstone.store.base.score_lines` or
+:func:`score_line`, read back by :class:`CompactOutcome`). Its fields are read through the index
+names below, never bare positions. A plain tuple rather than a NamedTuple: a run makes one per
+score (600,000 for 100,000 ranked queries), and the collector stops tracking plain tuples of plain
+values but keeps walking every instance of a tuple subclass -- NamedTuple lines made a pooled run's
+results cost three times more in the parent."""
 
-    metric: str
-    value: float | None
-    label: str | None
-    status: str
-    """The :class:`Status` value."""
-    error_kind: str | None
-    passed: int | None
-    """0 or 1 against the threshold, None without one."""
+METRIC: Final = 0
+"""The Score's name."""
+VALUE: Final = 1
+"""Its value as a float, or None."""
+LABEL: Final = 2
+"""Its categorical label, or None."""
+STATUS: Final = 3
+"""The :class:`Status` value."""
+ERROR_KIND: Final = 4
+"""The kind of its error, when it failed."""
+PASSED: Final = 5
+"""1 or 0 against its threshold, None without one."""
+
+
+def score_line(
+    metric: str, value: float | None, label: str | None, status: str, error_kind: str | None,
+    passed: int | None,
+) -> ScoreLine:
+    """A :data:`ScoreLine` from its fields, by name."""
+    return (metric, value, label, status, error_kind, passed)
 
 
 class CompactOutcome(Outcome):
-    """An Outcome that keeps its Scores as :class:`ScoreLine` records and makes the :class:`Score`
+    """An Outcome that keeps its Scores as :data:`ScoreLine` tuples and makes the :class:`Score`
     objects on first access of :attr:`scores`; :attr:`lines` gives the lines to whoever needs only
     the values (the summary, the store). What worker processes send back and what the store keeps
     arrive this way, and an evaluator with many scores per row (ranking: six) returns it, so 500,000
@@ -209,8 +224,8 @@ class CompactOutcome(Outcome):
             main = self._main
             lines: list[ScoreLine] = []
             if main is not None and main in self:
-                lines.append(ScoreLine(main, float(self[main]), None, "ok", None, None))
-            lines += [ScoreLine(k, float(v), None, "ok", None, None) for k, v in self.items() if k != main]
+                lines.append((main, float(self[main]), None, "ok", None, None))  # the ScoreLine fields
+            lines += [(k, float(v), None, "ok", None, None) for k, v in self.items() if k != main]
             self._lines = lines
         return self._lines
 
@@ -225,11 +240,11 @@ class CompactOutcome(Outcome):
         self._built = value
 
     def _score(self, line: ScoreLine) -> Score:
-        if line.status == Status.OK.value:
-            passed = None if line.passed is None else bool(line.passed)
-            return Score(line.metric, line.value, label=line.label, passed=passed)
-        kind = line.error_kind or ErrorKind.COMPUTATION.value
-        return Score.failed(line.metric, ErrorInfo(kind, str(self._error or "failed")))
+        if line[STATUS] == Status.OK.value:
+            passed = None if line[PASSED] is None else bool(line[PASSED])
+            return Score(line[METRIC], line[VALUE], label=line[LABEL], passed=passed)
+        kind = line[ERROR_KIND] or ErrorKind.COMPUTATION.value
+        return Score.failed(line[METRIC], ErrorInfo(kind, str(self._error or "failed")))
 
     @property
     def lines_current(self) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from touchstone.scores import ScoreLine
+from touchstone.scores import STATUS, ScoreLine, score_line
 from touchstone.store.base import ScoreRecord, Store, StoredRow
 
 FAIL = "fail"
@@ -46,14 +46,14 @@ def put_run(
                 continue
             lines = by_evaluator.setdefault(evaluator, {}).setdefault(idx, [])
             if cell == FAIL:
-                lines.append(ScoreLine(metric, None, None, "failed", "judge_reply", None))
+                lines.append(score_line(metric, None, None, "failed", "judge_reply", None))
                 continue
             value = float(cell)
             flag = None if limit is None else int(value <= limit if lower else value >= limit)
-            lines.append(ScoreLine(metric, value, None, "ok", None, flag))
+            lines.append(score_line(metric, value, None, "ok", None, flag))
     for evaluator, per_row in by_evaluator.items():
         store.put_scores(run_id, evaluator, [
-            ScoreRecord(idx, {}, any(line.status == "failed" for line in lines), None, lines)
+            ScoreRecord(idx, {}, any(line[STATUS] == "failed" for line in lines), None, lines)
             for idx, lines in sorted(per_row.items())
         ])
     entries = {f"{e}.{m}": {"higher_is_better": (e, m) not in lower_is_better} for e, m in columns}

@@ -15,7 +15,7 @@ from tests.compare.stored_runs import FAIL, Cell, put_run
 
 from touchstone.compare import UnknownRunError, compare_runs, rows_changed_most
 from touchstone.errors import InputValidationError
-from touchstone.scores import ScoreLine
+from touchstone.scores import score_line
 from touchstone.stats.paired import mcnemar, paired_bootstrap_ci, sign_flip_test, wilcoxon_signed_rank
 from touchstone.store import RunStore, open_store
 from touchstone.store.base import ScoreRecord, Store
@@ -207,7 +207,7 @@ def test_direction_from_the_registry_when_the_run_has_no_summary(tmp_path: objec
     run_b = s.create_run({"evaluators": {"v": {"metric": "violence"}}}, None, "test")
     for run, values in ((run_a, [0.0] * 12), (run_b, [5.0] * 12)):
         s.put_scores(run, "v", [
-            ScoreRecord(i, {}, False, None, [ScoreLine("violence", v, None, "ok", None, None)])
+            ScoreRecord(i, {}, False, None, [score_line("violence", v, None, "ok", None, None)])
             for i, v in enumerate(values)
         ])
     m = compare_runs(s, run_a, run_b).metric("v.violence")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from touchstone.scores import ScoreLine, Status
+from touchstone.scores import Status, score_line
 from touchstone.store import ScoreRecord, StoredRow, open_store
 from touchstone.store.results import FailedScore, ResultOutputs, RowInputs, SqlResultsRepository, TargetOutput
 
@@ -20,12 +20,12 @@ def _run(tmp_path: Path) -> tuple[SqlResultsRepository, str]:
     ])
     store.put_scores(run, "m", [
         ScoreRecord(0, {"m": 0.5, "m_result": "pass"}, False, {"calls": 1},
-                    [ScoreLine("m", 0.5, None, "ok", None, 1)]),
+                    [score_line("m", 0.5, None, "ok", None, 1)]),
         ScoreRecord(1, {"m_error": "bad"}, True, None,
-                    [ScoreLine("m", None, None, Status.FAILED.value, "judge_call", None)]),
+                    [score_line("m", None, None, Status.FAILED.value, "judge_call", None)]),
     ])
     store.put_scores(run, "n", [ScoreRecord(2, {"n": 3}, False, None, [
-        ScoreLine("n_b", 1.0, "x", "ok", None, None), ScoreLine("n_a", 2.0, None, "ok", None, 0),
+        score_line("n_b", 1.0, "x", "ok", None, None), score_line("n_a", 2.0, None, "ok", None, 0),
     ])])
     assert isinstance(store.results, SqlResultsRepository)
     return store.results, run

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from touchstone.scores import Score, ScoreLine
+from touchstone.scores import Score, score_line
 from touchstone.store import open_store
 from touchstone.store.base import ScoreRecord, Store, StoredRow
 from touchstone.store.comparisons import Cell, ComparisonReads, NamedRun
@@ -36,10 +36,10 @@ def test_row_ids_cells_row_and_outputs(store: Store) -> None:
         ScoreRecord(0, {"score": 2.5}, False, None, [Score("score", 2.5, passed=False), Score("aux", None)]),
         # a failed line keeps a value here only to show that the read drops it
         ScoreRecord(1, {"score_error": "x"}, True, None,
-                    [ScoreLine("score", 3.0, None, "failed", "judge_call", None)]),
+                    [score_line("score", 3.0, None, "failed", "judge_call", None)]),
     ])
     store.put_scores(run, "em", [
-        ScoreRecord(0, "[1]", False, None, [ScoreLine("exact_match", 1.0, None, "ok", None, 1)])])
+        ScoreRecord(0, "[1]", False, None, [score_line("exact_match", 1.0, None, "ok", None, 1)])])
     reads = store.comparisons
     assert isinstance(reads, ComparisonReads)
     assert reads.row_ids(run, "id") == {0: "q0", 1: None, 2: 7, 3: {"nested": [1]}}

@@ -13,7 +13,7 @@ import pytest
 
 from touchstone.errors import InputValidationError
 from touchstone.people.feedback import record_feedback
-from touchstone.scores import ScoreLine
+from touchstone.scores import score_line
 from touchstone.store import ScoreRecord, Store, StoredRow, open_store
 from touchstone.store.dashboard import (
     DashboardReads,
@@ -60,14 +60,14 @@ def _write(store: Store) -> Written:
     ])
     f1_items = []
     for i, v in enumerate(F1_VALUES):
-        line = ScoreLine("f1_score", v, None, "ok" if v is not None else "failed",
+        line = score_line("f1_score", v, None, "ok" if v is not None else "failed",
                 None if v is not None else "judge_reply", None if v is None else int(v >= 0.5))
         f1_items.append(ScoreRecord(i, {"f1_score": v}, v is None, {"calls": 0}, (line,)))
     store.put_scores(alpha, "f1", f1_items)
     judge_items = []
     for i, v in enumerate(COHERENCE_VALUES):
-        lines = (ScoreLine("coherence", float(v), None, "ok", None, int(v >= 3)),
-                 ScoreLine("verdict", None, "yes" if i < 4 else "no", "ok", None, None))
+        lines = (score_line("coherence", float(v), None, "ok", None, int(v >= 3)),
+                 score_line("verdict", None, "yes" if i < 4 else "no", "ok", None, None))
         outputs = {"coherence": v, "coherence_reason": f"reason {i}"}
         judge_items.append(ScoreRecord(i, outputs, False, None, lines))
     store.put_scores(alpha, "judge", judge_items)

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from touchstone.errors import StoreError
-from touchstone.scores import ErrorInfo, Score, ScoreLine
+from touchstone.scores import ErrorInfo, Score, score_line
 from touchstone.store import ScoreRecord, Store, StoredRow, open_store
 from touchstone.store.postgres import COPY_FROM, PostgresStore
 from touchstone.store.sql import format_placeholders
@@ -92,7 +92,7 @@ def test_many_results_at_once_replace_earlier_ones(store_location: str) -> None:
 def test_score_lines_with_nan_are_stored_as_missing_values(store_location: str) -> None:
     store = open_store(store_location)
     run_id = store.create_run({}, None, "0.2.0")
-    line = ScoreLine("m", float("nan"), None, "ok", None, None)
+    line = score_line("m", float("nan"), None, "ok", None, None)
     store.put_scores(run_id, "m", [ScoreRecord(0, {"m": None}, False, None, [line])])
     (value,) = store.score_values(run_id)
     assert value.value is None
@@ -116,7 +116,8 @@ WRITER = textwrap.dedent(
     base = 10_000 if who == "a" else 20_000
     for start in range(0, 300, 100):
         store.put_scores(shared_run, "both", [
-            ScoreRecord(base + i, {"v": i}, False, None, [Score("v", float(i))]) for i in range(start, start + 100)
+            ScoreRecord(base + i, {"v": i}, False, None, [Score("v", float(i))])
+            for i in range(start, start + 100)
         ])
     store.set_status(own, "completed")
     store.close()

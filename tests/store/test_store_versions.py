@@ -11,7 +11,7 @@ from typing import cast
 import pytest
 
 from touchstone.errors import ConfigurationError, StoreError
-from touchstone.scores import ErrorInfo, Score, ScoreLine, Status
+from touchstone.scores import ErrorInfo, Score, Status, score_line
 from touchstone.store import RunStore, ScoreRecord, ScoreValue, Store, StoreVersionError, open_store
 from touchstone.store.migrations import SCHEMA_VERSION
 from touchstone.store.postgres import PostgresStore
@@ -164,7 +164,7 @@ def test_typed_scores_are_queryable_beside_the_json(store_location: str) -> None
         ScoreRecord(i, {}, False, None, [Score("rouge_f1", i / 10)]) for i in range(5)
     ])
     store.put_scores(run_id, "rouge", [
-        ScoreRecord(i, {}, False, None, [ScoreLine("rouge_p", 0.5, None, "ok", None, 1)]) for i in (3, 1)
+        ScoreRecord(i, {}, False, None, [score_line("rouge_p", 0.5, None, "ok", None, 1)]) for i in (3, 1)
     ])
     assert [(v.idx, v.metric, v.value, v.passed) for v in store.score_values(run_id, "rouge")] == [
         (0, "rouge_f1", 0.0, None), (1, "rouge_p", 0.5, True), (2, "rouge_f1", 0.2, None),

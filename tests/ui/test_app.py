@@ -14,7 +14,7 @@ from markupsafe import escape
 from starlette.testclient import TestClient
 from tests.ui.conftest import HOSTILE, HOSTILE_COLUMN, HOSTILE_RUN_NAME, N_ROWS, UIRuns
 
-from touchstone.scores import ScoreLine
+from touchstone.scores import score_line
 from touchstone.store import RunStore, ScoreRecord, StoredRow
 from touchstone.ui import create_app
 from touchstone.ui.safety import CONTENT_SECURITY_POLICY
@@ -164,7 +164,7 @@ def test_a_run_still_running_has_pages_without_a_summary(tmp_path: Path) -> None
     store.put_rows(run_id, [StoredRow(i, None, None, {"response": f"r{i}"}, None, None) for i in range(3)])
     store.put_scores(run_id, "f1", [
         ScoreRecord(i, {"f1_score": i / 2}, False, None,
-                    [ScoreLine("f1_score", i / 2, None, "ok", None, None)])
+                    [score_line("f1_score", i / 2, None, "ok", None, None)])
         for i in range(3)
     ])
     with TestClient(create_app(store)) as c:

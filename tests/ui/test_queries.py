@@ -15,7 +15,7 @@ import pytest
 from tests.store.pg_server import PgServer
 from tests.ui.conftest import HOSTILE, HOSTILE_COLUMN, HOSTILE_RUN_NAME, N_ROWS, UIRuns
 
-from touchstone.scores import ScoreLine
+from touchstone.scores import STATUS, ScoreLine, score_line
 from touchstone.store import RunStore, ScoreRecord, open_store
 from touchstone.store.base import RunInfo, ScoreValue, Store, StoredRow
 from touchstone.store.dashboard import RowFilter
@@ -342,11 +342,11 @@ def pg_copy(pg_server: PgServer, ui_runs: UIRuns) -> Iterator[tuple[Store, dict[
         for v in src.score_values(run_id):
             passed = None if v.passed is None else int(v.passed)
             lines.setdefault((v.idx, v.evaluator), []).append(
-                ScoreLine(v.metric, v.value, v.label, v.status.value, v.error_kind, passed))
+                score_line(v.metric, v.value, v.label, v.status.value, v.error_kind, passed))
         by_evaluator: dict[str, list[ScoreRecord]] = {}
         for (idx, evaluator), (outputs, usage) in src.get_scores(run_id).items():
             typed = lines.get((idx, evaluator), [])
-            failed = any(line.status != "ok" for line in typed)
+            failed = any(line[STATUS] != "ok" for line in typed)
             record = ScoreRecord(idx, outputs, failed, usage, tuple(typed))
             by_evaluator.setdefault(evaluator, []).append(record)
         for evaluator, items in by_evaluator.items():

@@ -34,7 +34,7 @@ from touchstone.engine.sdk_frame.gather import (
 )
 from touchstone.engine.sdk_frame.metrics import BINARY_AGGREGATE, RENAMED, own_aggregate
 from touchstone.engine.sdk_frame.values import sdk_input
-from touchstone.scores import ScoreLine
+from touchstone.scores import METRIC, PASSED, STATUS, VALUE, ScoreLine
 from touchstone.stats.aggregators import ScoreColumn, get_aggregator
 
 if TYPE_CHECKING:
@@ -56,10 +56,10 @@ class _Scores:
         self.seen[i] = True
         self.failed[i] = failed
         for pos, line in enumerate(lines):
-            value = line.value
-            if line.status != "ok" or value is None:
+            value = line[VALUE]
+            if line[STATUS] != "ok" or value is None:
                 continue
-            metric, flag = line.metric, line.passed
+            metric, flag = line[METRIC], line[PASSED]
             entry = self.values.get(metric)
             if entry is None:
                 flags = np.full(self.n_rows, -1, np.int8)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from touchstone.scores import CompactOutcome, Outcome, ScoreLine, Status
+from touchstone.scores import METRIC, PASSED, STATUS, VALUE, CompactOutcome, Outcome, ScoreLine, Status
 from touchstone.stats.aggregators import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -53,14 +53,14 @@ def is_failed(outputs: Mapping[str, Any] | None) -> bool:
 def _collect_lines(
     lines: Sequence[ScoreLine], values: dict[str, list[float]], passed: dict[str, list[bool]]
 ) -> None:
-    """What :func:`summarize` reads of Scores, from their :class:`ScoreLine` records (no objects built)."""
+    """What :func:`summarize` reads of Scores, from their :data:`ScoreLine` tuples (no objects built)."""
     for line in lines:
-        value = line.value
-        if line.status != "ok" or value is None:
+        value = line[VALUE]
+        if line[STATUS] != "ok" or value is None:
             continue
-        values.setdefault(line.metric, []).append(value)
-        if line.passed is not None:
-            passed.setdefault(line.metric, []).append(bool(line.passed))
+        values.setdefault(line[METRIC], []).append(value)
+        if line[PASSED] is not None:
+            passed.setdefault(line[METRIC], []).append(bool(line[PASSED]))
 
 
 def summarize(

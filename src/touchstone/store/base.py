@@ -95,7 +95,7 @@ class ScoreRecord(NamedTuple):
     ``str`` made by :func:`touchstone.store.sqlite.encode_outputs`, so a worker process can encode
     it ahead); ``failed`` whether any score of the row failed; ``usage`` the model calls, tokens and
     cost spent on the row; ``scores`` the typed :class:`~touchstone.scores.Score` objects of the
-    row, or their :class:`~touchstone.scores.ScoreLine` encoding (as worker processes send them),
+    row, or their :data:`~touchstone.scores.ScoreLine` encoding (as worker processes send them),
     written to the queryable score columns (empty: only the JSON is written)."""
 
     idx: int
@@ -106,14 +106,14 @@ class ScoreRecord(NamedTuple):
 
 
 def score_lines(scores: Iterable[Score]) -> tuple[ScoreLine, ...]:
-    """The :class:`~touchstone.scores.ScoreLine` of each Score: how the queryable columns keep it."""
+    """The :data:`~touchstone.scores.ScoreLine` of each Score: how the queryable columns keep it."""
     lines: list[ScoreLine] = []
     for sc in scores:
         value = sc.value
         if value is not None and type(value) is not float:
             value = float(value)  # numpy scalars, ints, bools: one REAL column
         err = sc.error
-        lines.append(ScoreLine(
+        lines.append((  # the ScoreLine fields, in order
             sc.name,
             value,
             sc.label,

@@ -160,7 +160,7 @@ class SqlResultsRepository:
             "WHERE run_id = ? AND evaluator = ? AND idx >= ? AND idx < ? ORDER BY idx, metric",
             (run_id, evaluator, start, stop),
         ):
-            line = ScoreLine(metric, value, label, status, kind, None if passed is None else bool(passed))
+            line: ScoreLine = (metric, value, label, status, kind, None if passed is None else bool(passed))
             got = by_row.get(idx)
             if got is None:
                 by_row[idx] = [line]

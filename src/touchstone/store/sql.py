@@ -328,8 +328,8 @@ def _run_info(row: Sequence[Any]) -> RunInfo:
 def typed_lines(
     run_id: str, idx: int, evaluator: str, scores: Sequence[Score] | Sequence[ScoreLine]
 ) -> list[tuple[Any, ...]]:
-    """The ``score_values`` lines of one row's Scores (or of their :class:`ScoreLine` records), in
-    the table's column order (run, evaluator, row, then the line's fields in declaration order)."""
+    """The ``score_values`` lines of one row's Scores (or of their :data:`ScoreLine` tuples), in
+    the table's column order (run, evaluator, row, then the line's fields in their order)."""
     first = scores[0]
     lines = score_lines(cast("Sequence[Score]", scores)) if isinstance(first, Score) else cast(
         "Sequence[ScoreLine]", scores)

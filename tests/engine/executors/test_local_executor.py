@@ -12,6 +12,7 @@ import pytest
 
 from touchstone.data.loaders import Record
 from touchstone.engine.executors import LocalExecutor, WireRow, local
+from touchstone.engine.executors.base import OUTPUTS
 from touchstone.evaluators.text import F1ScoreEvaluator
 
 pytestmark = pytest.mark.skipif(
@@ -47,7 +48,7 @@ def test_inherited_records_give_the_results_of_sent_inputs() -> None:
     assert got == _score(sent, indices)
     one = F1ScoreEvaluator()
     data = [records[i].data for i in indices]
-    assert [row[1]["f1_score"] for row in got] == [
+    assert [row[OUTPUTS]["f1_score"] for row in got] == [
         one(response=d["response"], ground_truth=d["ground_truth"])["f1_score"] for d in data
     ]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Final, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 from touchstone.evaluators.base import Evaluator
 from touchstone.scores import Outcome, ScoreLine
@@ -19,22 +19,24 @@ from touchstone.scores import Outcome, ScoreLine
 Plan = tuple[tuple[str, tuple[str, ...]], ...]
 """For an evaluator whose inputs are plain columns: ``(input, candidate columns)`` lookups."""
 
-class WireRow(NamedTuple):
-    """One row's result as a worker process sends it back (the executors' own encoding, read by the
-    CPU-bound pass by field name). No :class:`~touchstone.scores.Score` objects: a dataclass per
-    score cost the parent process several times more, and the parent is what limits a pooled run.
-    The parent writes the store from these as they are and keeps each row as a
-    :class:`~touchstone.scores.CompactOutcome`, as a resumed run keeps what it reads back."""
 
-    encoded: str
-    """The flat outputs JSON-encoded for the store."""
-    outputs: dict[str, Any]
-    """The same outputs as a dict for the result (unpickling the dict costs the parent less than
-    half of decoding the JSON: pickle shares the repeated key strings)."""
-    failed: bool
-    """Whether a score of the row failed."""
-    lines: tuple[ScoreLine, ...]
-    """The row's Scores, encoded as the store writes them."""
+WireRow: TypeAlias = tuple[str, dict[str, Any], bool, tuple[ScoreLine, ...]]
+"""One row's result as a worker process sends it back, read through the index names below. No
+:class:`~touchstone.scores.Score` objects: a dataclass per score cost the parent process several
+times more, and the parent is what limits a pooled run. The parent writes the store from these as
+they are and keeps each row as a :class:`~touchstone.scores.CompactOutcome`, as a resumed run keeps
+what it reads back. A plain tuple, not a NamedTuple: pickled one per row, a NamedTuple goes through
+Python-level calls on both sides (half again as much for the parent to unpickle on 100,000 rows)."""
+
+ENCODED: Final = 0
+"""The flat outputs JSON-encoded for the store."""
+OUTPUTS: Final = 1
+"""The same outputs as a dict for the result (unpickling the dict costs the parent less than half
+of decoding the JSON: pickle shares the repeated key strings)."""
+FAILED: Final = 2
+"""Whether a score of the row failed."""
+LINES: Final = 3
+"""The row's Scores as :data:`~touchstone.scores.ScoreLine` tuples, as the store writes them."""
 
 
 class ScoredChunk(NamedTuple):
@@ -60,7 +62,7 @@ class Executor(Protocol):
 
     async def score_indices(self, ev: Evaluator, plan: Plan, indices: list[int]) -> list[WireRow]:
         """Score the records ``indices`` (plain column inputs by ``plan``) where the records live;
-        each row's result as a :class:`WireRow`. Only when ``parallel``."""
+        each row's result as a :data:`WireRow`. Only when ``parallel``."""
         ...
 
     async def run_jobs(self, jobs: Iterable[Callable[[], Awaitable[None]]], concurrency: int) -> None:

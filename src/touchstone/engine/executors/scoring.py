@@ -1,7 +1,7 @@
 """Scoring where the work runs: the functions a pool worker, a Ray task or a Ray actor calls.
 
 They are shared by every executor, so that a row scored locally and one scored on a cluster come back
-in the same shape (:class:`~touchstone.engine.executors.base.WireRow`), encoded as the store writes it.
+in the same shape (:data:`~touchstone.engine.executors.base.WireRow`), encoded as the store writes it.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ def score_batch(ev: Evaluator, rows: list[dict[str, Any]]) -> list[Outcome]:
 
 
 def score_wire(ev: Evaluator, rows: list[dict[str, Any]]) -> list[WireRow]:
-    """Score ``rows`` (an evaluator's inputs) and send each result back as a :class:`WireRow`."""
+    """Score ``rows`` (an evaluator's inputs) and send each result back as a :data:`WireRow`."""
     outs = ev.score_batch(rows)
-    return [WireRow(encode_outputs(out), dict(out), out.failed, score_lines(out.scores)) for out in outs]
+    return [(encode_outputs(out), dict(out), out.failed, score_lines(out.scores)) for out in outs]  # WireRow
 
 
 async def score_with_usage(ev: Evaluator, inputs: dict[str, Any]) -> tuple[Outcome, dict[str, Any]]:

@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING
 
 from touchstone.engine.executors import Executor, WireRow, default_processes, make_executor
+from touchstone.engine.executors.base import ENCODED, FAILED, LINES, OUTPUTS
 from touchstone.engine.run.target_pass import batch_rows
 from touchstone.engine.run.window import RecordWindow
 from touchstone.evaluators.base import Evaluator
@@ -57,17 +58,18 @@ def _store_outcomes(run: RunSession, name: str, pairs: list[tuple[int, Outcome]]
 def _store_wire(run: RunSession, name: str, ev: Evaluator, chunk: list[int], wire: list[WireRow]) -> None:
     """Write what worker processes sent back as it is, and feed it to the figures."""
     run.sink.put_scores_later(name, [
-        ScoreRecord(i, row.encoded, row.failed, None, row.lines) for i, row in zip(chunk, wire, strict=True)
+        ScoreRecord(i, row[ENCODED], row[FAILED], None, row[LINES])
+        for i, row in zip(chunk, wire, strict=True)
     ])
     error_key = f"{ev.info.prefix}_error"
     acc, keep, scores = run.acc, run.keep, run.scores
     for i, row in zip(chunk, wire, strict=True):
-        outputs, failed = row.outputs, row.failed
-        acc.add_result(name, i, outputs, failed, row.lines)
+        outputs, failed, lines = row[OUTPUTS], row[FAILED], row[LINES]
+        acc.add_result(name, i, outputs, failed, lines)
         if keep:
             error = outputs.get(error_key) if failed else None
             message = None if error is None else str(error)
-            scores[i, name] = (CompactOutcome(outputs, row.lines, failed, message), None)
+            scores[i, name] = (CompactOutcome(outputs, lines, failed, message), None)
 
 
 async def _score_chunk(

@@ -18,7 +18,7 @@ import numpy as np
 
 from touchstone.errors import ConfigurationError
 from touchstone.evaluators.base import Evaluator
-from touchstone.scores import CompactOutcome, Outcome, Status
+from touchstone.scores import METRIC, STATUS, CompactOutcome, Outcome, Status
 from touchstone.store import Store
 
 STORE_PAGE = 5000
@@ -126,9 +126,9 @@ def stored_page(
             out[idx, name] = (ev.as_outcome(outputs), usage)
             continue
         main = ev.info.key
-        lines.sort(key=lambda line: line.metric != main)  # the main score first
+        lines.sort(key=lambda line: line[METRIC] != main)  # the main score first
         error = outputs.get(f"{ev.info.prefix}_error")
-        failed = any(line.status != ok for line in lines)
+        failed = any(line[STATUS] != ok for line in lines)
         message = None if error is None else str(error)
         out[idx, name] = (CompactOutcome(outputs, lines, failed, message), usage)
     return out
