@@ -12,8 +12,9 @@ import json
 from typing import Any, ClassVar
 
 from tests.fakes.openai_server import FakeRequest, Reply
-from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
+from touchstone.evaluators.base import Evaluator, InputSpec
 from touchstone.judges import ChatReply, JudgeSettings, extract_json, get_judge_client
+from touchstone.scores import Outcome
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -71,7 +72,7 @@ class ToyJudgeEvaluator(Evaluator):
     def options(self) -> dict[str, Any]:
         return {"threshold": self.threshold, "judge": self.client.config.public()}
 
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         messages = [
             {"role": "system", "content": "Rate the response from 1 to 5. Reply in JSON."},
             {"role": "user", "content": f"QUERY: {inputs['query']}\nRESPONSE: {inputs['response']}"},

@@ -15,7 +15,7 @@ from typing import Any
 
 from tests.fakes.judge_eval import ToyJudgeEvaluator
 from touchstone import evaluate
-from touchstone.evaluators.base import Outputs
+from touchstone.scores import Outcome
 
 
 def main() -> None:
@@ -23,7 +23,7 @@ def main() -> None:
     kill_on = args.get("kill_on")
 
     class KillingJudge(ToyJudgeEvaluator):
-        async def _ascore(self, **inputs: Any) -> Outputs:
+        async def _ascore(self, **inputs: Any) -> Outcome:
             out = await super()._ascore(**inputs)
             if inputs["query"] == kill_on:
                 os.kill(os.getpid(), signal.SIGKILL)

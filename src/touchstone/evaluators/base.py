@@ -36,9 +36,6 @@ from touchstone.errors import (
 )
 from touchstone.scores import ErrorInfo, ErrorKind, Outcome, Score
 
-Outputs = Outcome
-"""What the scoring methods return: Scores with their flat SDK rendering (see :mod:`touchstone.scores`)."""
-
 Tier = Literal["free", "low", "medium", "high"]
 """Cost tiers (SPEC 3.8), cheapest first: free (lexical, ranking, local models: nothing billed per
 call), low (a small judge or a short judgement), medium (a judge call per row), high (a large judge or
@@ -277,9 +274,9 @@ class Evaluator:
         return {k: v for k, v in kwargs.items() if v is not None}
 
     # ----------------------------------------------------------------- engine entry points
-    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
         """Score many validated rows; a row that raises becomes a failed Score."""
-        out: list[Outputs] = []
+        out: list[Outcome] = []
         for row in rows:
             try:
                 out.append(self.as_outcome(self._score(**row)))
@@ -289,7 +286,7 @@ class Evaluator:
                 out.append(self.failure(exc))
         return out
 
-    async def ascore(self, row: Mapping[str, Any]) -> Outputs:
+    async def ascore(self, row: Mapping[str, Any]) -> Outcome:
         """Score one validated row asynchronously; failures become a failed Score."""
         try:
             return self.as_outcome(await self._ascore(**row))
@@ -323,7 +320,7 @@ class Evaluator:
         return Outcome(scores, value)
 
     def corpus_metrics(
-        self, inputs: Sequence[Mapping[str, Any]], outputs: Sequence[Outputs]
+        self, inputs: Sequence[Mapping[str, Any]], outputs: Sequence[Outcome]
     ) -> dict[str, float]:
         """Corpus-level figures (e.g. corpus BLEU, whose statistics are summed over rows, not averaged).
 
@@ -334,10 +331,10 @@ class Evaluator:
     # ----------------------------------------------------------------- to implement
     # A subclass returns an Outcome, or a plain dict of outputs as the compatible SDK's evaluators
     # do: every caller passes the value through :meth:`as_outcome`.
-    def _score(self, **inputs: Any) -> Outputs | Mapping[str, Any]:
+    def _score(self, **inputs: Any) -> Outcome | Mapping[str, Any]:
         raise NotImplementedError
 
-    async def _ascore(self, **inputs: Any) -> Outputs | Mapping[str, Any]:
+    async def _ascore(self, **inputs: Any) -> Outcome | Mapping[str, Any]:
         return self._score(**inputs)
 
     # ----------------------------------------------------------------- output helpers
@@ -347,7 +344,7 @@ class Evaluator:
 
     def result(
         self, score: float, *, reason: str | None = None, properties: Any = None, **extra: Any
-    ) -> Outputs:
+    ) -> Outcome:
         """The Outcome of a scored row: the main Score (with pass/fail against the threshold), the
         secondary Scores the metric declares (values taken from ``extra``), and their SDK rendering:
         ``m``, ``m_score``, ``m_passed``, ``m_result``, ``m_reason``, ``m_status``, ``m_threshold``,
@@ -377,7 +374,7 @@ class Evaluator:
                                     threshold=_number_or_none(out.get(f"{name}_threshold"))))
         return Outcome(scores, out)
 
-    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outputs:
+    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outcome:
         """The Outcome of a row whose score could not be obtained: a failed Score with the typed
         cause, rendered as ``m_error`` (the message), ``m_status`` and ``m_threshold``."""
         info = self.info
@@ -462,15 +459,15 @@ class FunctionEvaluator(Evaluator):
             "function": f"{getattr(self.fn, '__module__', '?')}.{getattr(self.fn, '__qualname__', self.name)}"
         }
 
-    def _wrap(self, value: Any) -> Outputs:
+    def _wrap(self, value: Any) -> Outcome:
         if isinstance(value, Mapping):
             return self.as_outcome(dict(value))
         return self.as_outcome({self.name: value})
 
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         return self._wrap(self.fn(**inputs))
 
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         if self._async:
             return self._wrap(await self.fn(**inputs))
         return self._score(**inputs)

@@ -37,9 +37,10 @@ from touchstone.data.kinds import as_text_list
 from touchstone.embeddings.deps import check_local, guard_forked_torch, import_local
 from touchstone.embeddings.local import resolve_model
 from touchstone.errors import ConfigurationError, RunAbortedError
-from touchstone.evaluators.base import MODEL_BATCH_ROWS, RESPONSE_AND_GROUND_TRUTHS, Evaluator, Outputs
+from touchstone.evaluators.base import MODEL_BATCH_ROWS, RESPONSE_AND_GROUND_TRUTHS, Evaluator
 from touchstone.evaluators.lazy import LazyModelState
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 OFFLINE_MODEL_LAYER = 5
 _FEATURE = "bertscore"
@@ -232,14 +233,14 @@ class BertScoreEvaluator(LazyModelState, Evaluator):
             return [(float(p), float(r), float(f)) for p, r, f in preds.tolist()]
 
     # ----------------------------------------------------------------- scoring
-    def _outputs(self, p: float, r: float, f: float) -> Outputs:
+    def _outputs(self, p: float, r: float, f: float) -> Outcome:
         return self.result(f, bertscore_precision=p, bertscore_recall=r)
 
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         (scores,) = self.compute([inputs["response"]], [as_text_list(inputs["ground_truth"])])
         return self._outputs(*scores)
 
-    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
         try:
             scores = self.compute(
                 [r["response"] for r in rows], [as_text_list(r["ground_truth"]) for r in rows]

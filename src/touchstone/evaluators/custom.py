@@ -39,11 +39,12 @@ import yaml
 
 from touchstone.data.kinds import InputKind
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.base import Evaluator, EvaluatorLike, FunctionEvaluator, InputSpec, Outputs
+from touchstone.evaluators.base import Evaluator, EvaluatorLike, FunctionEvaluator, InputSpec
 from touchstone.evaluators.judge import JudgeEvaluator, no_judge_error
 from touchstone.evaluators.judge.prompt_inputs import context_block
 from touchstone.evaluators.judge.prompts import PromptTemplate, delimit, format_answers, load_prompt
 from touchstone.evaluators.judge.reply import Scale
+from touchstone.scores import Outcome
 
 _KNOWN_KINDS: dict[str, InputKind] = {
     "context": "context",
@@ -174,7 +175,7 @@ class RubricEvaluator(JudgeEvaluator):
             "scale_max": self.scale.high, "scale_guide": guide, "examples": examples, "material": blocks,
         }
 
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         blocks = "\n".join(delimit(spec.name, _render_value(spec.name, inputs[spec.name]))
                            for spec in self.inputs if inputs.get(spec.name) is not None)
         j = await self._judge(self.prompt, {}, params=self._params(blocks))
@@ -197,7 +198,7 @@ class FunctionMetric(FunctionEvaluator):
     def options(self) -> dict[str, Any]:
         return {**super().options(), "threshold": self.threshold}
 
-    def _wrap(self, value: Any) -> Outputs:
+    def _wrap(self, value: Any) -> Outcome:
         if isinstance(value, Mapping):
             return self.as_outcome(dict(value))
         if isinstance(value, bool):
@@ -216,7 +217,7 @@ class CallableEvaluator(FunctionEvaluator):
 
     OUTPUT_KEY = "output"
 
-    def _wrap(self, value: Any) -> Outputs:
+    def _wrap(self, value: Any) -> Outcome:
         if isinstance(value, Mapping):
             return self.as_outcome(dict(value))
         if dataclasses.is_dataclass(value) and not isinstance(value, type):

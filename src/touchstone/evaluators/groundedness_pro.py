@@ -41,7 +41,7 @@ import numpy as np
 
 from touchstone.data.kinds import context_documents
 from touchstone.errors import ConfigurationError, RunAbortedError
-from touchstone.evaluators.base import MODEL_BATCH_ROWS, Evaluator, InputSpec, Outputs, Tier, _run_coroutine
+from touchstone.evaluators.base import MODEL_BATCH_ROWS, Evaluator, InputSpec, Tier, _run_coroutine
 from touchstone.evaluators.registry import register
 from touchstone.scores import Outcome, Score
 
@@ -291,7 +291,7 @@ class GroundednessProEvaluator(Evaluator):
         return None
 
     # ------------------------------------------------------------------ NLI backend
-    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
         if self.nli is None:
             return list(_run_coroutine(self._ascore_rows(rows)))
         prepared: list[tuple[list[str], list[dict[str, Any]]] | Outcome | Exception] = []
@@ -316,7 +316,7 @@ class GroundednessProEvaluator(Evaluator):
             raise
         except Exception as exc:  # the model could not run: every row of the batch that needed it failed
             return [p if isinstance(p, Outcome) else self.failure(exc) for p in prepared]
-        out: list[Outputs] = []
+        out: list[Outcome] = []
         start = 0
         for item in prepared:
             if isinstance(item, (Outcome, Exception)):
@@ -346,7 +346,7 @@ class GroundednessProEvaluator(Evaluator):
                 labels.get(int(top[best]), str(int(top[best]))), float(block[i][best, entail])))
         return verdicts
 
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         return self.score_batch([inputs])[0]
 
     # ------------------------------------------------------------------ judge backend
@@ -357,7 +357,7 @@ class GroundednessProEvaluator(Evaluator):
             self._client = get_judge_client(self.model_config)
         return self._client
 
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         if self.nli is not None:
             return self._score(**inputs)
         from touchstone.evaluators.rag.claims import verify_claims
@@ -373,12 +373,12 @@ class GroundednessProEvaluator(Evaluator):
                     for v in report.verdicts]
         return self.labelled(verdicts, "sentences", report.properties)
 
-    async def _ascore_rows(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+    async def _ascore_rows(self, rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
         import asyncio
 
         return list(await asyncio.gather(*(self.ascore(row) for row in rows)))
 
-    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outputs:
+    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outcome:
         out = super().failure(error, kind=kind)
         out[f"{self.prefix}_threshold"] = self.sdk_threshold
         return out

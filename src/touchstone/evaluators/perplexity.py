@@ -36,9 +36,10 @@ from touchstone.embeddings.batching import EmbeddingBatcher, EmbeddingMemo
 from touchstone.embeddings.deps import check_local, guard_forked_torch, import_local
 from touchstone.embeddings.local import resolve_model
 from touchstone.errors import ConfigurationError, RunAbortedError
-from touchstone.evaluators.base import MODEL_BATCH_ROWS, Evaluator, InputSpec, Outputs, _run_coroutine
+from touchstone.evaluators.base import MODEL_BATCH_ROWS, Evaluator, InputSpec, _run_coroutine
 from touchstone.evaluators.lazy import LazyModelState
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 _FEATURE = "perplexity with a local model"
 
@@ -268,7 +269,7 @@ class PerplexityEvaluator(Evaluator):
             opts.update(provider="completions", endpoint=self.api.config.endpoint(), add_start_token=False)
         return opts
 
-    def _outputs(self, nll: float, tokens: float) -> Outputs:
+    def _outputs(self, nll: float, tokens: float) -> Outcome:
         value = _from_stats(nll, tokens)
         return self.result(value, properties={"nll": nll, "tokens": int(tokens)})
 
@@ -289,14 +290,14 @@ class PerplexityEvaluator(Evaluator):
             found[text] = stats
         return found
 
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         text: str = inputs["response"]
         stats = self._local_stats([text])[text]
         if isinstance(stats, Exception):
             raise stats
         return self._outputs(*stats)
 
-    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
         if self.local is None:
             return list(_run_coroutine(self._ascore_rows(rows)))
         try:
@@ -305,7 +306,7 @@ class PerplexityEvaluator(Evaluator):
             raise
         except Exception as exc:  # the model could not run: every row of the batch failed
             return [self.failure(exc) for _ in rows]
-        out: list[Outputs] = []
+        out: list[Outcome] = []
         for row in rows:
             item = stats[row["response"]]
             try:
@@ -317,18 +318,18 @@ class PerplexityEvaluator(Evaluator):
         return out
 
     # ----------------------------------------------------------------- API
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         if self.batcher is None:
             return self._score(**inputs)
         (stats,) = await self.batcher.embed([inputs["response"]])
         return self._outputs(float(stats[0]), float(stats[1]))
 
-    async def _ascore_rows(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+    async def _ascore_rows(self, rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
         return list(await asyncio.gather(*(self.ascore(row) for row in rows)))
 
     # ----------------------------------------------------------------- corpus
     def corpus_metrics(
-        self, inputs: Sequence[Mapping[str, Any]], outputs: Sequence[Outputs]
+        self, inputs: Sequence[Mapping[str, Any]], outputs: Sequence[Outcome]
     ) -> dict[str, float]:
         nll = 0.0
         tokens = 0

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from touchstone.evaluators.agent.messages import INTERMEDIATE, is_intermediate, preprocess, tool_calls_in
-from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
+from touchstone.evaluators.base import Evaluator, InputSpec
 from touchstone.evaluators.judge import JudgeEvaluator, Judgement, no_judge_error, score_schema
 from touchstone.evaluators.judge.conversation import Turn
 from touchstone.evaluators.judge.prompt_inputs import as_text, check_messages, context_block
@@ -96,7 +96,7 @@ class GroundednessEvaluator(JudgeEvaluator):
     def prompts(self) -> list[PromptTemplate]:
         return [load_prompt("groundedness"), load_prompt("groundedness_chat")]
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         check_messages(self.metric, inputs)
         context, query, response = inputs.get("context"), inputs.get("query"), inputs["response"]
         if is_intermediate(response):
@@ -122,7 +122,7 @@ class GroundednessEvaluator(JudgeEvaluator):
             j.properties["context_from"] = source
         return self.judged(j)
 
-    async def _turn(self, turn: Turn) -> Outputs:
+    async def _turn(self, turn: Turn) -> Outcome:
         schema = score_schema(self.scale, {"ungrounded_facts": _FACTS_SCHEMA})
         j = await self._judge(
             load_prompt("groundedness_chat"),
@@ -217,7 +217,7 @@ class RelevanceEvaluator(JudgeEvaluator):
             load_prompt("relevance_ground_truth"),
         ]
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         check_messages(self.metric, inputs)
         context = inputs.get("context")
         if is_intermediate(inputs["response"]):
@@ -232,7 +232,7 @@ class RelevanceEvaluator(JudgeEvaluator):
         )
         return self.judged(j)
 
-    async def _turn(self, turn: Turn) -> Outputs:
+    async def _turn(self, turn: Turn) -> Outcome:
         if turn.ground_truth is not None:
             j = await self._judge(
                 load_prompt("relevance_ground_truth"),
@@ -358,13 +358,13 @@ class QAEvaluator(Evaluator):
     def options(self) -> dict[str, Any]:
         return {ev.metric: ev.options() for ev in self.parts}
 
-    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outputs:
+    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outcome:
         return _merge([ev.failure(error, kind=kind) for ev in self.parts])
 
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         import asyncio
 
-        async def one(ev: Evaluator) -> Outputs:
+        async def one(ev: Evaluator) -> Outcome:
             wanted = {s.name for s in ev.inputs}
             row = {k: v for k, v in inputs.items() if k in wanted}
             return await ev.ascore(row)

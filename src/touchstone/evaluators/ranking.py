@@ -36,7 +36,7 @@ import numpy as np
 
 from touchstone._gc import collector_paused
 from touchstone.data.kinds import ranked_ids, relevance_labels
-from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
+from touchstone.evaluators.base import Evaluator, InputSpec
 from touchstone.evaluators.registry import register
 from touchstone.scores import CompactOutcome, Outcome, Score
 
@@ -117,14 +117,14 @@ class RankingEvaluator(Evaluator):
         return [*keys, "mrr", "map"]
 
     # ------------------------------------------------------------------ scoring
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         return self.score_batch([inputs])[0]
 
-    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
         with collector_paused():  # one result per query, no cycles: see touchstone._gc
             return self._score_batch(rows)
 
-    def _score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+    def _score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
         # Sparse preparation: per row, the rank of each retrieved id (one C-level dict build) and,
         # for each labelled id, its rank (-1 when not retrieved) and label -- about a dozen values per
         # row instead of one per retrieved document. numpy scatters them into the n x W label matrix.
@@ -152,18 +152,18 @@ class RankingEvaluator(Evaluator):
             *(np.asarray(col, dtype=np.float64).tolist() for col in columns.values()), strict=True
         )
         if self.threshold is None:  # no Score objects (nor lines) until someone asks for them
-            good: list[Outputs] = list(CompactOutcome.of_value_rows(keys, values_rows, self.score_key))
+            good: list[Outcome] = list(CompactOutcome.of_value_rows(keys, values_rows, self.score_key))
         else:
             good = [self._outputs(dict(zip(keys, v, strict=True))) for v in values_rows]
         if not errors:
             return good
-        out: list[Outputs] = []
+        out: list[Outcome] = []
         it = iter(good)
         for i in range(len(rows)):
             out.append(self.failure(errors[i]) if i in errors else next(it))
         return out
 
-    def _outputs(self, values: dict[str, float]) -> Outputs:
+    def _outputs(self, values: dict[str, float]) -> Outcome:
         main = values[self.score_key]
         if self.threshold is None:  # no Score objects (nor lines) until someone asks for them
             return CompactOutcome.of_values(values, self.score_key)
@@ -484,7 +484,7 @@ class DocumentRetrievalEvaluator(Evaluator):
             out["top3_max_relevance"] = max(got[: self.k])
         return {**out, "holes": holes, "holes_ratio": holes / float(n_retrieved), **totals}
 
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         values = self.metrics(inputs["retrieval_ground_truth"], inputs["retrieved_documents"])
         flat: dict[str, Any] = dict(values)
         for name, value in values.items():

@@ -8,12 +8,13 @@ import re
 from typing import Any
 
 from touchstone.data.kinds import context_documents
-from touchstone.evaluators.base import InputSpec, Outputs
+from touchstone.evaluators.base import InputSpec
 from touchstone.evaluators.judge import JudgeEvaluator, ask, score_schema
 from touchstone.evaluators.judge.conversation import Turn
 from touchstone.evaluators.judge.prompts import PromptTemplate, format_documents, load_prompt
 from touchstone.evaluators.registry import register
 from touchstone.judges.parsing import json_objects
+from touchstone.scores import Outcome
 
 _QUERY = InputSpec("query", "text", required=False, description="what the user asked")
 _CONTEXT = InputSpec("context", "context", required=False, description="the retrieved documents")
@@ -56,7 +57,7 @@ class RetrievalEvaluator(JudgeEvaluator):
     def prompts(self) -> list[PromptTemplate]:
         return [load_prompt("retrieval")]
 
-    async def _rate(self, history: str | None, query: str | None, docs: list[dict[str, Any]]) -> Outputs:
+    async def _rate(self, history: str | None, query: str | None, docs: list[dict[str, Any]]) -> Outcome:
         schema = score_schema(
             self.scale,
             {"documents": _DOC_RATINGS, "intent": {"type": "string"}, "thought_chain": {"type": "string"}},
@@ -74,10 +75,10 @@ class RetrievalEvaluator(JudgeEvaluator):
         j.properties["thought_chain"] = thought if isinstance(thought, str) else ""
         return self.judged(j)
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         return await self._rate(None, inputs["query"], context_documents(inputs["context"]))
 
-    async def _turn(self, turn: Turn) -> Outputs:
+    async def _turn(self, turn: Turn) -> Outcome:
         return await self._rate(turn.history_text, turn.query, turn.documents)
 
 
@@ -172,7 +173,7 @@ class RetrievalScoreEvaluator(JudgeEvaluator):
         opts["score_mode"] = "verdicts"  # computed from per-intent verdicts; no sampled score to weight
         return opts
 
-    async def _cover(self, history: str | None, query: str | None, docs: list[dict[str, Any]]) -> Outputs:
+    async def _cover(self, history: str | None, query: str | None, docs: list[dict[str, Any]]) -> Outcome:
         prompt = load_prompt("retrieval_score")
 
         def read(text: str) -> tuple[tuple[list[dict[str, Any]], str] | None, str | None]:
@@ -199,10 +200,10 @@ class RetrievalScoreEvaluator(JudgeEvaluator):
         return self.result(round(coverage_score(coverage), 6), reason=full_reason, properties=props,
                            retrieval_coverage=round(coverage, 6))
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         return await self._cover(None, inputs["query"], context_documents(inputs["context"]))
 
-    async def _turn(self, turn: Turn) -> Outputs:
+    async def _turn(self, turn: Turn) -> Outcome:
         return await self._cover(turn.history_text, turn.query, turn.documents)
 
 

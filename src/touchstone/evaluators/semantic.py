@@ -30,14 +30,9 @@ from touchstone.data.kinds import as_text_list
 from touchstone.embeddings.batching import EmbeddingBatcher, EmbeddingMemo, cosine
 from touchstone.embeddings.local import LocalEmbedder
 from touchstone.errors import RunAbortedError
-from touchstone.evaluators.base import (
-    MODEL_BATCH_ROWS,
-    RESPONSE_AND_GROUND_TRUTHS,
-    Evaluator,
-    Outputs,
-    _run_coroutine,
-)
+from touchstone.evaluators.base import MODEL_BATCH_ROWS, RESPONSE_AND_GROUND_TRUTHS, Evaluator, _run_coroutine
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 
 @register
@@ -120,13 +115,13 @@ class EmbeddingSimilarityEvaluator(Evaluator):
                 found[text] = vector
         return found
 
-    def _outputs(self, vectors: Mapping[str, np.ndarray], response: str, truths: list[str]) -> Outputs:
+    def _outputs(self, vectors: Mapping[str, np.ndarray], response: str, truths: list[str]) -> Outcome:
         sims = [cosine(vectors[response], vectors[t]) for t in truths]
         best = int(np.argmax(sims))
         props = {"ground_truth_index": best} if len(truths) > 1 else None
         return self.result(sims[best], properties=props)
 
-    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
         if self.local is None:  # API provider: score the rows concurrently (the batcher groups them)
             return list(_run_coroutine(self._ascore_rows(rows)))
         parsed: list[tuple[str, list[str]] | Exception] = []
@@ -145,7 +140,7 @@ class EmbeddingSimilarityEvaluator(Evaluator):
             raise
         except Exception as exc:  # the model could not run: every row of the batch failed
             return [self.failure(exc) for _ in rows]
-        out: list[Outputs] = []
+        out: list[Outcome] = []
         for item in parsed:
             if isinstance(item, Exception):
                 out.append(self.failure(item))
@@ -156,13 +151,13 @@ class EmbeddingSimilarityEvaluator(Evaluator):
                 out.append(self.failure(exc))
         return out
 
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         response: str = inputs["response"]
         truths = as_text_list(inputs["ground_truth"])
         return self._outputs(self.embed_local([response, *truths]), response, truths)
 
     # ----------------------------------------------------------------- API: micro-batched
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         if self.batcher is None:
             return self._score(**inputs)
         response: str = inputs["response"]
@@ -171,7 +166,7 @@ class EmbeddingSimilarityEvaluator(Evaluator):
         vectors = await self.batcher.embed(texts)
         return self._outputs(dict(zip(texts, vectors, strict=True)), response, truths)
 
-    async def _ascore_rows(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
+    async def _ascore_rows(self, rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
         import asyncio
 
         return list(await asyncio.gather(*(self.ascore(row) for row in rows)))

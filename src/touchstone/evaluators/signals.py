@@ -7,8 +7,9 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from touchstone.evaluators.base import Evaluator, InputSpec, Outputs
+from touchstone.evaluators.base import Evaluator, InputSpec
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 _POSITIVE = frozenset({"up", "thumbs_up", "thumbsup", "positive", "like", "liked", "good", "yes", "true",
                        "helpful", "satisfied", "+1", "👍"})
@@ -66,7 +67,7 @@ class LatencyEvaluator(Evaluator):
     higher_is_better = False
     default_threshold: ClassVar[float | None] = None
 
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         value = _number(inputs["latency"])
         if value is None and isinstance(inputs["latency"], str):
             try:
@@ -102,7 +103,7 @@ class UserSatisfactionEvaluator(Evaluator):
     def options(self) -> dict[str, Any]:
         return {**super().options(), "rating_scale": list(self.rating_scale)}
 
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         try:
             return self.result(satisfaction(inputs["feedback"], self.rating_scale))
         except ValueError as exc:

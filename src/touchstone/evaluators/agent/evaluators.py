@@ -42,10 +42,11 @@ from touchstone.evaluators.agent.messages import (
     split_system,
     tool_calls_in,
 )
-from touchstone.evaluators.base import InputSpec, Outputs
+from touchstone.evaluators.base import InputSpec
 from touchstone.evaluators.judge.conversation import no_exchange
 from touchstone.evaluators.judge.reply import Scale
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 _QUERY = InputSpec(
     "query",
@@ -122,7 +123,7 @@ class ResponseCompletenessEvaluator(AgentJudgeEvaluator):
                 label = "Ground truth" if name == "ground_truth" else "Response"
                 raise self.checker.fail(name, f"{label} must be a string or a list of messages.")
 
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         messages = inputs.get("messages")
         if inputs.get("conversation") is None and messages == []:
             return no_exchange(self)

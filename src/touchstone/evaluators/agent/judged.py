@@ -20,7 +20,6 @@ from touchstone.evaluators.agent.messages import (
     preprocess,
     render_messages,
 )
-from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.judge import JudgeEvaluator, ask
 from touchstone.evaluators.judge.conversation import NOT_PROMOTED
 from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
@@ -144,14 +143,14 @@ class AgentJudgeEvaluator(JudgeEvaluator):
             if problem:
                 raise problem
 
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         self.validate(inputs)  # the engine checks kinds only; the message format is checked here
         conversation = inputs.get("conversation")
         if conversation is not None:
             return await self._conversation(conversation)
         return await self._one(inputs)
 
-    async def _one(self, inputs: Mapping[str, Any]) -> Outputs:
+    async def _one(self, inputs: Mapping[str, Any]) -> Outcome:
         prepared = self.prepare(inputs)
         if isinstance(prepared, NotApplicable):
             return self.not_applicable(prepared.reason)
@@ -162,7 +161,7 @@ class AgentJudgeEvaluator(JudgeEvaluator):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ judging
-    async def judge_row(self, data: Mapping[str, str | None]) -> Outputs:
+    async def judge_row(self, data: Mapping[str, str | None]) -> Outcome:
         prompt = load_prompt(self.prompt_name)
         schema = verdict_schema(self.scale.values, self.details_schema)
         read = verdict_reader(self.scale.low, self.scale.high)
@@ -236,7 +235,7 @@ class AgentJudgeEvaluator(JudgeEvaluator):
         }
         return Outcome([Score(key, None, label="not_applicable", reason=text, threshold=self.cutoff())], out)
 
-    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outputs:
+    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outcome:
         out = super().failure(error, kind=kind)
         out[f"{self.prefix}_threshold"] = self.sdk_threshold
         return out
@@ -262,7 +261,7 @@ class AgentJudgeEvaluator(JudgeEvaluator):
             rows.append(row)
         return rows
 
-    async def _conversation(self, conversation: Mapping[str, Any]) -> Outputs:
+    async def _conversation(self, conversation: Mapping[str, Any]) -> Outcome:
         rows = self.turns(conversation)
         if not rows:
             raise AgentInputError(

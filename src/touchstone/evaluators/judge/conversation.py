@@ -43,7 +43,7 @@ from typing import Any, Protocol
 
 from touchstone.data.kinds import context_documents
 from touchstone.errors import InputValidationError, Problem, RunAbortedError
-from touchstone.evaluators.base import MetricInfo, Outputs
+from touchstone.evaluators.base import MetricInfo
 from touchstone.scores import ErrorKind, Outcome, Score
 
 CONVERSATION_MODES = ("sdk", "history")
@@ -147,7 +147,7 @@ class ExchangeMetric(Protocol):
 
     def required_modes(self) -> tuple[tuple[str, ...], ...]: ...
 
-    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outputs: ...
+    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outcome: ...
 
     def as_outcome(self, value: Any) -> Outcome: ...
 
@@ -167,9 +167,9 @@ class TurnScorer(ExchangeMetric, Protocol):
     @property
     def eval_last_turn(self) -> bool: ...
 
-    async def _single(self, **inputs: Any) -> Outputs: ...
+    async def _single(self, **inputs: Any) -> Outcome: ...
 
-    async def _turn(self, turn: Turn) -> Outputs: ...
+    async def _turn(self, turn: Turn) -> Outcome: ...
 
 
 def _documents(value: Any, default_prefix: str) -> list[dict[str, Any]]:
@@ -385,7 +385,7 @@ def check_not_mixed(evaluator: ExchangeMetric, others: Mapping[str, Any]) -> Non
 
 async def score_conversation(
     evaluator: TurnScorer, conversation: Mapping[str, Any], others: Mapping[str, Any] | None = None
-) -> Outputs:
+) -> Outcome:
     """Judge every exchange of ``conversation`` (concurrently) as ``evaluator.conversation_mode`` says
     and combine the outputs as the SDK does (see the module's description)."""
     check_not_mixed(evaluator, others or {})
@@ -417,7 +417,7 @@ def no_exchange(evaluator: ExchangeMetric) -> Outcome:
 
 async def gather_outputs(
     evaluator: ExchangeMetric, coros: Sequence[Any], *, trim_samples: bool = False
-) -> list[Outputs]:
+) -> list[Outcome]:
     """Run judgements concurrently, at most :data:`TURNS_IN_FLIGHT` at a time (a coroutine renders
     its prompt only once started); each one's failure (other than an aborted run) becomes a failure
     dict, so one bad turn does not hide the others. ``trim_samples``: long ``sample_input`` values
@@ -436,7 +436,7 @@ async def gather_outputs(
                 coro.close()  # cancelled while waiting its turn: never started, so no warning
 
     results = await asyncio.gather(*(bounded(c) for c in coros), return_exceptions=True)
-    outs: list[Outputs] = []
+    outs: list[Outcome] = []
     for r in results:
         if isinstance(r, RunAbortedError):
             raise r
@@ -487,7 +487,7 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def combine_turns(evaluator: TurnScorer, outs: Sequence[Outputs]) -> Outputs:
+def combine_turns(evaluator: TurnScorer, outs: Sequence[Outcome]) -> Outcome:
     """The conversation's Outcome from its turns' outputs: the SDK's keys (see :func:`combine_outputs`),
     touchstone's ``m_turns_min`` / ``m_all_turns_passed``, and Scores that agree with them."""
     info = evaluator.info

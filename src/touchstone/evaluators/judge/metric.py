@@ -16,7 +16,7 @@ from touchstone.errors import (
     Problem,
     missing_input_classification,
 )
-from touchstone.evaluators.base import Evaluator, Outputs, check_options
+from touchstone.evaluators.base import Evaluator, check_options
 from touchstone.evaluators.judge.conversation import (
     bare_messages_problem,
     messages_as_conversation,
@@ -195,7 +195,7 @@ class JudgeEvaluator(Evaluator):
     # ------------------------------------------------------------------ outputs
     def result(
         self, score: float, *, reason: str | None = None, properties: Any = None, **extra: Any
-    ) -> Outputs:
+    ) -> Outcome:
         """The outcome of a judged row, rendered as the SDK renders it: the score as a float (``4.0``
         whether the judge sampled ``4`` or the log-probability expectation gave ``3.87``), the
         threshold as given (``3``). The typed Score keeps the value as obtained."""
@@ -208,7 +208,7 @@ class JudgeEvaluator(Evaluator):
         out[f"{m}_threshold"] = self.sdk_threshold
         return out
 
-    def not_applicable(self, reason: str) -> Outputs:
+    def not_applicable(self, reason: str) -> Outcome:
         """The SDK's result for a row that cannot be judged (an agent's unfinished response, nothing
         to judge against): no score, ``m_result`` ``"not_applicable"``, ``m_status`` ``"skipped"``.
         The Score has no value and the label ``not_applicable`` (it is not a failure)."""
@@ -221,7 +221,7 @@ class JudgeEvaluator(Evaluator):
         }
         return Outcome([Score(key, None, label="not_applicable", reason=text, threshold=self.threshold)], out)
 
-    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outputs:
+    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outcome:
         out = super().failure(error, kind=kind)
         out[f"{self.prefix}_threshold"] = self.sdk_threshold
         props: dict[str, Any] = {"judge_model": describe_judge(self.model_config).get("model")}
@@ -240,7 +240,7 @@ class JudgeEvaluator(Evaluator):
         kwargs.setdefault("scale", self.scale)
         return await judge(self.client(), prompt, data, **kwargs)
 
-    def judged(self, j: Judgement, **extra: Any) -> Outputs:
+    def judged(self, j: Judgement, **extra: Any) -> Outcome:
         """Outputs of one judgement."""
         return self.result(j.score, reason=j.reason, properties=j.properties, **extra)
 
@@ -264,7 +264,7 @@ class JudgeEvaluator(Evaluator):
         return super().check_call_inputs(inputs)
 
     # ------------------------------------------------------------------ dispatch
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         if self.messages_input is not None and inputs.get("messages") is not None:
             inputs = messages_as_conversation(inputs)
         conversation = inputs.get("conversation")
@@ -272,9 +272,9 @@ class JudgeEvaluator(Evaluator):
             return await score_conversation(self, conversation, inputs)
         return await self._single(**inputs)
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         raise NotImplementedError
 
-    async def _turn(self, turn: Any) -> Outputs:
+    async def _turn(self, turn: Any) -> Outcome:
         """Outputs for one assistant turn of a conversation (see :mod:`.conversation`)."""
         raise NotImplementedError(f"{self.metric} does not take a conversation")

@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from touchstone.evaluators.agent.messages import INTERMEDIATE, is_intermediate
-from touchstone.evaluators.base import InputSpec, Outputs, Tier
+from touchstone.evaluators.base import InputSpec, Tier
 from touchstone.evaluators.judge.conversation import Turn
 from touchstone.evaluators.judge.metric import JudgeEvaluator, as_given
 from touchstone.evaluators.judge.model_config import no_judge_error
 from touchstone.evaluators.judge.prompt_inputs import check_messages, is_empty, prompt_text
 from touchstone.evaluators.judge.prompts import PromptTemplate, format_documents, load_prompt
 from touchstone.evaluators.judge.reply import Scale
+from touchstone.scores import Outcome
 
 FIVE_POINTS = Scale(1, 5)
 """The 1-5 rating scale of most judged metrics."""
@@ -159,7 +160,7 @@ class PromptMetricEvaluator(JudgeEvaluator):
     def prompts(self) -> list[PromptTemplate]:
         return [self._definition.template()]
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         d = self._definition
         kinds = {spec.name: spec.kind for spec in d.inputs}
         if "messages" in kinds.values():
@@ -176,7 +177,7 @@ class PromptMetricEvaluator(JudgeEvaluator):
         }
         return self.judged(await self._judge(prompt, data))
 
-    async def _turn(self, turn: Turn) -> Outputs:
+    async def _turn(self, turn: Turn) -> Outcome:
         if "conversation" not in {spec.name for spec in self._definition.inputs}:
             return await super()._turn(turn)
         prompt = self._definition.template()

@@ -18,7 +18,6 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.judge import ask, model_reader
 from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.rag.answer_similarity import AnswerSimilarityEvaluator
@@ -26,6 +25,7 @@ from touchstone.evaluators.rag.claims import strict_schema
 from touchstone.evaluators.rag.common import QUERY, REFERENCE, RESPONSE, RagJudgeEvaluator, as_query
 from touchstone.evaluators.rag.scoring import claim_fbeta, weighted_blend
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 
 class PairedClaim(BaseModel):
@@ -100,7 +100,7 @@ class AnswerCorrectnessEvaluator(RagJudgeEvaluator):
     def prompts(self) -> list[PromptTemplate]:
         return [load_prompt("rag_answer_correctness")]
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         response, reference = inputs["response"], inputs["ground_truth"]
         answer = await ask(self.client(), load_prompt("rag_answer_correctness"),
                            {"question": as_query(inputs.get("query")), "response": response,

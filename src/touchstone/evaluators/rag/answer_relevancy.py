@@ -39,11 +39,12 @@ from pydantic import BaseModel, ConfigDict
 
 from touchstone.embeddings.batching import EmbeddingBatcher, EmbeddingMemo, cosine
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.base import InputSpec, Outputs
+from touchstone.evaluators.base import InputSpec
 from touchstone.evaluators.judge import ask, model_reader
 from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.rag.common import RESPONSE, RagJudgeEvaluator
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 QUESTION = InputSpec("query", "text", description="the user's question")
 DEFAULT_STRICTNESS = 3
@@ -208,7 +209,7 @@ class AnswerRelevancyEvaluator(RagJudgeEvaluator):
     def prompts(self) -> list[PromptTemplate]:
         return [load_prompt("rag_answer_relevancy")]
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         question, response = inputs["query"], inputs["response"]
         if not question.strip():
             return self.failure("the question is empty: there is nothing to compare the response with",

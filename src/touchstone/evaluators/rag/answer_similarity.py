@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from touchstone.data.kinds import as_text_list
-from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.registry import register
 from touchstone.evaluators.semantic import EmbeddingSimilarityEvaluator
+from touchstone.scores import Outcome
 
 
 def unit_cosine(cosine: float) -> float:
@@ -40,7 +40,7 @@ class AnswerSimilarityEvaluator(EmbeddingSimilarityEvaluator):
     value_range = "0-1"
     default_threshold: ClassVar[float | None] = 0.5
 
-    def _outputs(self, vectors: Mapping[str, np.ndarray], response: str, truths: list[str]) -> Outputs:
+    def _outputs(self, vectors: Mapping[str, np.ndarray], response: str, truths: list[str]) -> Outcome:
         out = super()._outputs(vectors, response, truths)
         raw = float(out[self.score_key])
         value = unit_cosine(raw)
@@ -49,13 +49,13 @@ class AnswerSimilarityEvaluator(EmbeddingSimilarityEvaluator):
         props = {**(out.get(f"{self.prefix}_properties") or {}), "cosine": raw}
         return self.result(value, properties=props)
 
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         return super()._score(**_spaced(inputs))
 
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         return await super()._ascore(**_spaced(inputs))
 
-    def score_batch(self, rows: Any) -> list[Outputs]:
+    def score_batch(self, rows: Any) -> list[Outcome]:
         return super().score_batch([_spaced(r) for r in rows])
 
     async def similarity(self, response: str, reference: str) -> float:

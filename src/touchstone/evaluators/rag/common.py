@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from touchstone.evaluators.base import InputSpec, Outputs
+from touchstone.evaluators.base import InputSpec
 from touchstone.evaluators.judge import JudgeEvaluator
+from touchstone.scores import Outcome
 
 QUERY = InputSpec("query", "text", required=False, description="the user's question")
 CONTEXT = InputSpec("context", "context", description="the retrieved documents (text or a list)")
@@ -38,7 +39,7 @@ class RagJudgeEvaluator(JudgeEvaluator):
         return opts
 
     def scored(self, value: float, *, outcome: str, reason: str, properties: dict[str, Any],
-               **extra: Any) -> Outputs:
+               **extra: Any) -> Outcome:
         """A scored row: the value, the outcome (``claims``, ``no_claims``,
         ``refusal``, ``empty_context``...) as the main Score's label and in the properties."""
         properties = {**properties, "outcome": outcome}

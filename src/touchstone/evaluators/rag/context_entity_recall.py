@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from touchstone.data.kinds import context_documents
-from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.rag.claims import check_text
 from touchstone.evaluators.rag.common import CONTEXT, QUERY, REFERENCE, RagJudgeEvaluator, as_query
 from touchstone.evaluators.rag.scoring import entity_recall
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 NO_ENTITIES = "the reference answer names no entity to look for in the context"
 
@@ -38,7 +38,7 @@ class ContextEntityRecallEvaluator(RagJudgeEvaluator):
     def prompts(self) -> list[PromptTemplate]:
         return [load_prompt("rag_entities")]
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         docs = context_documents(inputs["context"])
         if not docs:
             return self.scored(0.0, outcome="empty_context", properties={"entities": []},

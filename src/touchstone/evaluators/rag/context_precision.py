@@ -16,13 +16,14 @@ from pydantic import BaseModel, ConfigDict
 
 from touchstone.data.kinds import context_documents
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.base import InputSpec, Outputs
+from touchstone.evaluators.base import InputSpec
 from touchstone.evaluators.judge import ask, model_reader
 from touchstone.evaluators.judge.prompts import PromptTemplate, format_documents, load_prompt
 from touchstone.evaluators.rag.claims import strict_schema
 from touchstone.evaluators.rag.common import CONTEXT, RagJudgeEvaluator, as_query
 from touchstone.evaluators.rag.scoring import average_precision
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 
 class ChunkVerdict(BaseModel):
@@ -116,7 +117,7 @@ class ContextPrecisionEvaluator(RagJudgeEvaluator):
             raise ConfigurationError("context_precision without a reference needs the response")
         return response, "response"
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         answer, answer_name = self._answer(inputs)
         docs = context_documents(inputs["context"])
         if not docs:

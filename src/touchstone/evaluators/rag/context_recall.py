@@ -17,13 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from touchstone.data.kinds import context_documents
-from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.rag.claims import check_text, evidence
 from touchstone.evaluators.rag.common import CONTEXT, QUERY, REFERENCE, RagJudgeEvaluator, as_query
 from touchstone.evaluators.rag.faithfulness import claims_reason
 from touchstone.evaluators.rag.scoring import supported_share
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 NO_REFERENCE_CLAIMS = "the reference answer states no claim to look for in the context"
 
@@ -44,7 +44,7 @@ class ContextRecallEvaluator(RagJudgeEvaluator):
     def prompts(self) -> list[PromptTemplate]:
         return [load_prompt("rag_claims")]
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         docs = context_documents(inputs["context"])
         if not docs or not any(str(d.get("content", "")).strip() for d in docs):
             return self.scored(0.0, outcome="empty_context", properties={"claims": []},

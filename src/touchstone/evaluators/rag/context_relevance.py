@@ -27,12 +27,13 @@ from typing import Any, ClassVar
 
 from touchstone.data.kinds import context_documents
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.base import InputSpec, Outputs
+from touchstone.evaluators.base import InputSpec
 from touchstone.evaluators.judge import Judgement, JudgeReplyError
 from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.judge.reply import Scale
 from touchstone.evaluators.rag.common import CONTEXT, RagJudgeEvaluator
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 QUESTION = InputSpec("query", "text", description="the user's question")
 PROMPTS = ("rag_context_relevance", "rag_context_relevance_second")
@@ -85,7 +86,7 @@ class ContextRelevanceEvaluator(RagJudgeEvaluator):
         except JudgeReplyError as exc:
             return exc
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         question = inputs["query"].strip()
         context = context_joined(inputs["context"]).strip()
         early = self._edge_case(question, context)
@@ -109,7 +110,7 @@ class ContextRelevanceEvaluator(RagJudgeEvaluator):
                           zip([r for r in ratings if r is not None], judgements, strict=True))
         return self.scored(value, outcome=outcome, reason=reason, properties=props)
 
-    def _edge_case(self, question: str, context: str) -> Outputs | None:
+    def _edge_case(self, question: str, context: str) -> Outcome | None:
         """ragas' cases scored 0 without asking the judge."""
         if not question:
             return self.scored(0.0, outcome="empty_question", properties={},

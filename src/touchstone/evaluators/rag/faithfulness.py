@@ -20,12 +20,12 @@ from __future__ import annotations
 from typing import Any
 
 from touchstone.data.kinds import context_documents
-from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.rag.claims import ClaimReport, check_text, evidence
 from touchstone.evaluators.rag.common import CONTEXT, QUERY, RESPONSE, RagJudgeEvaluator, as_query
 from touchstone.evaluators.rag.scoring import supported_share
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 
 def claims_reason(report: ClaimReport, against: str) -> str:
@@ -53,13 +53,13 @@ class FaithfulnessEvaluator(RagJudgeEvaluator):
     def prompts(self) -> list[PromptTemplate]:
         return [load_prompt("rag_claims")]
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         docs = context_documents(inputs["context"])
         report = await check_text(self.client(), inputs["response"], docs,
                                   question=as_query(inputs.get("query")), text_name="response")
         return self.from_report(report, empty_context=not docs)
 
-    def from_report(self, report: ClaimReport, *, empty_context: bool) -> Outputs:
+    def from_report(self, report: ClaimReport, *, empty_context: bool) -> Outcome:
         """The row's outcome from its verdicts (see the module's list of outcomes)."""
         props: dict[str, Any] = {**report.properties, "claims": evidence(report.verdicts),
                                  "claims_checked": report.total, "supported_claims": report.supported,

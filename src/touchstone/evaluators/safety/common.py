@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.base import InputSpec, Outputs
+from touchstone.evaluators.base import InputSpec
 from touchstone.evaluators.judge import JudgeEvaluator, no_judge_error
 from touchstone.evaluators.judge.conversation import (
     check_not_mixed,
@@ -23,7 +23,7 @@ from touchstone.evaluators.safety.severity import (
     check_not_credential,
     warn_no_cloud,
 )
-from touchstone.scores import ErrorKind
+from touchstone.scores import ErrorKind, Outcome
 
 QUERY = InputSpec("query", "text", required=False, description="what the user asked (context for the judge)")
 RESPONSE = InputSpec("response", "text", required=False, description="the application's answer (judged)")
@@ -112,7 +112,7 @@ class SafetyJudge(JudgeEvaluator):
         return {"defect_level": self.defect_level, "levels": list(self.defect_levels)}
 
     # ------------------------------------------------------------------ conversations
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         conversation = inputs.get("conversation")
         if conversation is None:
             return await self._single(**inputs)
@@ -123,17 +123,17 @@ class SafetyJudge(JudgeEvaluator):
         outs = await gather_outputs(self, [self._single(**row) for row in rows])
         return self.combine(outs)
 
-    def combine(self, outs: Sequence[Outputs]) -> Outputs:
+    def combine(self, outs: Sequence[Outcome]) -> Outcome:
         """The conversation's outputs from its exchanges' (one exchange: as it is)."""
         failed = self.failed_turn(outs)
         if failed is not None:
             return failed
         return outs[0] if len(outs) == 1 else self.combine_turns(outs)
 
-    def combine_turns(self, outs: Sequence[Outputs]) -> Outputs:
+    def combine_turns(self, outs: Sequence[Outcome]) -> Outcome:
         raise NotImplementedError
 
-    def failed_turn(self, outs: Sequence[Outputs]) -> Outputs | None:
+    def failed_turn(self, outs: Sequence[Outcome]) -> Outcome | None:
         """A conversation with a turn that could not be scored has no honest aggregate: the row fails,
         naming the turn; the turns that did score stay visible in ``evaluation_per_turn``."""
         failed = [(i, o.get(self.error_key)) for i, o in enumerate(outs) if o.get(self.error_key)]

@@ -20,7 +20,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from touchstone.errors import RunAbortedError
-from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.judge import JudgeEvaluator, ask, no_judge_error
 from touchstone.evaluators.judge.conversation import check_not_mixed, exchange_inputs, no_exchange
 from touchstone.evaluators.judge.prompts import PromptTemplate
@@ -187,12 +186,12 @@ class ContentSafetyEvaluator(SafetyJudge):
     def options(self) -> dict[str, Any]:
         return {**super().options(), "one_call": self.one_call, "thresholds": dict(self.thresholds)}
 
-    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outputs:
+    def failure(self, error: BaseException | str, *, kind: str | None = None) -> Outcome:
         """A row that could not be scored at all: every category fails with the cause."""
         return merge([ev.failure(error, kind=kind) for ev in self.evaluators.values()])
 
     # ------------------------------------------------------------------ scoring
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         if not self.one_call:
             return merge(await self._each(self._four_calls(inputs)))
         conversation = inputs.get("conversation")

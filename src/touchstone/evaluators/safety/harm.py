@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.judge.conversation import combine_outputs
 from touchstone.evaluators.judge.prompts import PromptTemplate
 from touchstone.evaluators.registry import register
@@ -65,7 +64,7 @@ class HarmEvaluator(SafetyJudge):
     def prompts(self) -> list[PromptTemplate]:
         return [harm_prompt(self.category)]
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         query = text_or_none(inputs.get("query"))
         response = text_or_none(inputs.get("response")) or ""
         j = await self._judge(
@@ -88,7 +87,7 @@ class HarmEvaluator(SafetyJudge):
                      properties=dict(properties) if properties else None)
         return Outcome([main], out)
 
-    def combine_turns(self, outs: Sequence[Outputs]) -> Outputs:
+    def combine_turns(self, outs: Sequence[Outcome]) -> Outcome:
         """Several exchanges, as the SDK combines them: every key per turn under
         ``evaluation_per_turn``, numbers by ``conversation_aggregation`` (the maximum by default), the
         label, result and reason of the last turn. touchstone adds ``<m>_all_turns_passed``; the

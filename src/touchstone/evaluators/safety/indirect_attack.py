@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from touchstone.evaluators.base import InputSpec, Outputs
+from touchstone.evaluators.base import InputSpec
 from touchstone.evaluators.judge import ask
 from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.registry import register
 from touchstone.evaluators.safety.common import CONVERSATION, QUERY, RESPONSE, read_flags, text_or_none
 from touchstone.evaluators.safety.labels import LabelJudge
 from touchstone.judges.parsing import extract_json
-from touchstone.scores import Score
+from touchstone.scores import Outcome, Score
 
 ATTACK_KINDS = ("manipulated_content", "intrusion", "information_gathering")
 _CONTEXT = InputSpec("context", "context", required=False,
@@ -83,7 +83,7 @@ class IndirectAttackEvaluator(LabelJudge):
     def prompts(self) -> list[PromptTemplate]:
         return [load_prompt("safety_indirect_attack")]
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         answer = await ask(
             self.client(),
             load_prompt("safety_indirect_attack"),

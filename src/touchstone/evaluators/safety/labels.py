@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.judge.conversation import combine_outputs
 from touchstone.evaluators.safety.common import SafetyJudge
 from touchstone.evaluators.safety.severity import call_keys
@@ -53,7 +52,7 @@ class LabelJudge(SafetyJudge):
                      passed=not label, properties=dict(properties) if properties else None)
         return Outcome([main, *extra], out)
 
-    def combine_turns(self, outs: Sequence[Outputs]) -> Outputs:
+    def combine_turns(self, outs: Sequence[Outcome]) -> Outcome:
         """Several exchanges: the SDK's combination (the mean of the labels, the last turn's reason,
         ``evaluation_per_turn``); Scores flagged when any turn is."""
         out = combine_outputs(outs, "mean")

@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from touchstone.errors import ConfigurationError
-from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.judge import ask
 from touchstone.evaluators.judge.prompts import PromptTemplate, load_prompt
 from touchstone.evaluators.registry import register
 from touchstone.evaluators.safety.common import CONVERSATION, QUERY, RESPONSE, read_flags, text_or_none
 from touchstone.evaluators.safety.labels import LabelJudge
 from touchstone.judges.parsing import extract_json
+from touchstone.scores import Outcome
 
 _WORD = re.compile(r"\w+")
 
@@ -207,7 +207,7 @@ class ProtectedMaterialEvaluator(LabelJudge):
         return out
 
     # ------------------------------------------------------------------ by the corpus
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         conversation = inputs.get("conversation")
         if conversation is None:
             return self._by_corpus(text_or_none(inputs.get("response")) or "")
@@ -219,7 +219,7 @@ class ProtectedMaterialEvaluator(LabelJudge):
             return no_exchange(self)
         return self.combine([self._by_corpus(text_or_none(r.get("response")) or "") for r in rows])
 
-    def _by_corpus(self, response: str) -> Outputs:
+    def _by_corpus(self, response: str) -> Outcome:
         assert self.index is not None
         match, n_words = self.index.best_match(response, self.max_gap)
         span = match.span_words if match else 0
@@ -236,12 +236,12 @@ class ProtectedMaterialEvaluator(LabelJudge):
         return self.labelled(label, reason, props)
 
     # ------------------------------------------------------------------ by the judge
-    async def _ascore(self, **inputs: Any) -> Outputs:
+    async def _ascore(self, **inputs: Any) -> Outcome:
         if self.index is not None:
             return self._score(**inputs)
         return await super()._ascore(**inputs)
 
-    async def _single(self, **inputs: Any) -> Outputs:
+    async def _single(self, **inputs: Any) -> Outcome:
         if self.index is not None:
             return self._by_corpus(text_or_none(inputs.get("response")) or "")
         query = text_or_none(inputs.get("query")) if self.evaluate_query else None

@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from touchstone.data.kinds import as_text_list
-from touchstone.evaluators.base import RESPONSE_AND_GROUND_TRUTHS, Evaluator, Outputs
+from touchstone.evaluators.base import RESPONSE_AND_GROUND_TRUTHS, Evaluator
 from touchstone.evaluators.text.tokenize import WordTokenizer
+from touchstone.scores import Outcome
 
 
 class OverlapEvaluator(Evaluator):
@@ -23,15 +24,15 @@ class OverlapEvaluator(Evaluator):
         """The metric for one response against its ground truths."""
         raise NotImplementedError
 
-    def outputs(self, response: str, truths: list[str]) -> Outputs:
+    def outputs(self, response: str, truths: list[str]) -> Outcome:
         """The full output dict for one response against its ground truths."""
         return self.result(self.value(response, truths))
 
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         return self.outputs(inputs["response"], as_text_list(inputs["ground_truth"]))
 
-    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outputs]:
-        out: list[Outputs] = []
+    def score_batch(self, rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
+        out: list[Outcome] = []
         outputs = self.outputs
         for row in rows:
             try:
@@ -77,7 +78,7 @@ class SacrebleuEvaluator(OverlapEvaluator):
     def value(self, response: str, truths: list[str]) -> float:
         return self.sentence_value(self.statistics(response, truths))
 
-    def outputs(self, response: str, truths: list[str]) -> Outputs:
+    def outputs(self, response: str, truths: list[str]) -> Outcome:
         stats = self.statistics(response, truths)
         return self.result(self.sentence_value(stats), properties={"sacrebleu_stats": stats})
 
@@ -85,7 +86,7 @@ class SacrebleuEvaluator(OverlapEvaluator):
         raise NotImplementedError
 
     def corpus_metrics(
-        self, inputs: Sequence[Mapping[str, Any]], outputs: Sequence[Outputs]
+        self, inputs: Sequence[Mapping[str, Any]], outputs: Sequence[Outcome]
     ) -> dict[str, float]:
         # The statistics are summed as the rows go by (integers: the same sum as summing them at the
         # end), so a run's rows can be streamed through here without being held.

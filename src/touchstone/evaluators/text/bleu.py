@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.registry import register
 from touchstone.evaluators.text.base import SacrebleuEvaluator, sum_stats
 from touchstone.evaluators.text.tokenize import WordTokenizer
+from touchstone.scores import Outcome
 
 BLEU_IMPLEMENTATIONS = ("nltk", "sacrebleu")
 
@@ -94,7 +94,7 @@ class BleuScoreEvaluator(SacrebleuEvaluator):
         )
         return score
 
-    def outputs(self, response: str, truths: list[str]) -> Outputs:
+    def outputs(self, response: str, truths: list[str]) -> Outcome:
         if self.implementation == "sacrebleu":
             return super().outputs(response, truths)
         return self.result(self.value(response, truths))

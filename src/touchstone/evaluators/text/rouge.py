@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
-from touchstone.evaluators.base import Outputs
 from touchstone.evaluators.registry import register
 from touchstone.evaluators.text.base import OverlapEvaluator
+from touchstone.scores import Outcome
 
 
 class RougeType(str, Enum):
@@ -164,10 +164,10 @@ class RougeScoreEvaluator(OverlapEvaluator):
         assert best is not None
         return best
 
-    def outputs(self, response: str, truths: list[str]) -> Outputs:
+    def outputs(self, response: str, truths: list[str]) -> Outcome:
         return self._outputs(*self.best(response, truths))
 
-    def _outputs(self, precision: float, recall: float, f1: float) -> Outputs:
+    def _outputs(self, precision: float, recall: float, f1: float) -> Outcome:
         flat: dict[str, Any] = {"rouge_precision": precision, "rouge_recall": recall, "rouge_f1_score": f1}
         for name, value in (("precision", precision), ("recall", recall), ("f1_score", f1)):
             passed = value >= self.thresholds[name]

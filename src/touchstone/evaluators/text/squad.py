@@ -8,8 +8,9 @@ from collections import Counter
 from typing import Any, ClassVar
 
 from touchstone.data.kinds import as_text_list
-from touchstone.evaluators.base import RESPONSE_AND_GROUND_TRUTHS, Evaluator, Outputs
+from touchstone.evaluators.base import RESPONSE_AND_GROUND_TRUTHS, Evaluator
 from touchstone.evaluators.registry import register
+from touchstone.scores import Outcome
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -67,7 +68,7 @@ class F1ScoreEvaluator(Evaluator):
     def options(self) -> dict[str, Any]:
         return {**super().options(), "empty_answers_agree": self.empty_answers_agree}
 
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         response: str = inputs["response"]
         agree = self.empty_answers_agree
         truths = as_text_list(inputs["ground_truth"])
@@ -94,7 +95,7 @@ class ExactMatchEvaluator(Evaluator):
     def options(self) -> dict[str, Any]:
         return {**super().options(), "normalize": self.normalize}
 
-    def _score(self, **inputs: Any) -> Outputs:
+    def _score(self, **inputs: Any) -> Outcome:
         response: str = inputs["response"]
         truths = as_text_list(inputs["ground_truth"])
         return self.result(max(exact_match(response, gt, self.normalize) for gt in truths))
