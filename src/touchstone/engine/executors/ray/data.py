@@ -67,9 +67,12 @@ def frame_records(frame: Any, start: int, source: str = SOURCE) -> list[Record]:
     if RECORD in frame.columns:  # a file's rows, parsed as a local run parses them
         items = block_items(frame, source)
         problems = [item for item in items if isinstance(item, Problem)]
+        records = [item for item in items if isinstance(item, Record)]
         if problems:
-            raise InputValidationError(problems)
-        return [item for item in items if isinstance(item, Record)]
+            error = InputValidationError(problems)
+            error.readable_records = records  # type: ignore[attr-defined]  # checked too, as locally
+            raise error
+        return records
     if ROW_INDEX in frame.columns:
         frame = frame.drop(columns=[ROW_INDEX])
     try:
@@ -116,21 +119,20 @@ def open_dataset(
                 batch = frame_records(frame, start, source)
             except InputValidationError as exc:
                 problems.extend(exc.problems)
+                check.add(getattr(exc, "readable_records", []))  # the lines that could be read too
                 start += len(frame)
                 continue
             start += len(batch)
             counted[0] += len(batch)
-            if not problems:  # reading problems are reported alone, as a file's
-                check.add(batch)
+            check.add(batch)
+            if not problems:
                 yield batch
 
     # the digest of the same rows given as a list: a resume compares it
     digest = data_digest(checked())
-    if problems:
-        raise InputValidationError(problems)
-    if counted[0] == 0:
+    if counted[0] == 0 and not problems:
         raise InputValidationError([Problem(SOURCE, None, None, "no rows: the dataset is empty")])
-    check.finish()
+    check.finish(reading=problems)  # reading problems first, then the readable rows' own, as a file's
     return DatasetSource(materialized, counted[0], digest, source)
 
 
