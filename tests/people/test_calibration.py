@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from touchstone.cli.app import app
 from touchstone.engine.runner import evaluate
 from touchstone.errors import InputValidationError
-from touchstone.evaluators.quality import CoherenceEvaluator
+from touchstone.evaluators.prompt_metrics import CoherenceEvaluator
 from touchstone.people.calibration import calibrate, load_annotations
 from touchstone.store import open_store
 from touchstone.store.base import Store
