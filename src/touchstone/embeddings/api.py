@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from touchstone.judges.client import JudgeClient
+    from touchstone.judges.protocol import EmbeddingClient
 
 
-def judge_client(model_config: Any) -> JudgeClient:
+def judge_client(model_config: Any) -> EmbeddingClient:
     """The shared judge client for ``model_config`` (imported late: the judge layer is optional here)."""
-    client: JudgeClient = importlib.import_module("touchstone.judges").get_judge_client(model_config)
+    client: EmbeddingClient = importlib.import_module("touchstone.judges").get_judge_client(model_config)
     return client
 
 

