@@ -164,3 +164,22 @@ def test_unknown_run_and_empty_writes(store_location: str) -> None:
     assert "nowhere" in str(err.value)
     assert store.count_scores("no-such-run") == 0
     store.close()
+
+
+def test_a_run_id_already_taken_is_drawn_again(store_location: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ids are the second and 24 random bits: two runs drawing the same id in one second get two
+    ids, not a failed write (hundreds of runs a second made it happen)."""
+    import uuid
+
+    from touchstone.store import open_store
+
+    store = open_store(store_location)
+    fixed = uuid.UUID("0123456789abcdef0123456789abcdef")
+    draws = iter([fixed, fixed, fixed, uuid.UUID("fedcba9876543210fedcba9876543210")])
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(draws))
+    first = store.create_run({}, "a", "0")
+    second = store.create_run({}, "b", "0")
+    assert first.endswith("-012345") and first != second
+    if second[:15] == first[:15]:  # the same second: the taken draw was drawn again
+        assert second.endswith("-fedcba")
+    assert {r.name for r in store.list_runs()} >= {"a", "b"}

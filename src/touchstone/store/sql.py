@@ -176,19 +176,29 @@ class SqlStore(ABC):
     def _execute(self, c: Cursor, sql: str, params: Sequence[Any] = ()) -> None:
         c.execute(self.dialect.sql(sql), params)
 
+    def _query_in(self, c: Cursor, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one read inside a write transaction."""
+        return [tuple(row) for row in c.execute(self.dialect.sql(sql), params).fetchall()]
+
     # ------------------------------------------------------------------ runs
     def create_run(self, config: dict[str, Any], name: str | None, version: str) -> str:
         """Record a new run with status ``running``; returns its id."""
         import uuid
 
-        run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-        with self._tx() as c:
-            self._execute(
-                c,
-                "INSERT INTO runs (id, name, started, status, config, version) VALUES (?, ?, ?, ?, ?, ?)",
-                (run_id, name, now(), "running", dumps(config), version),
-            )
-        return run_id
+        # the time to the second and 24 random bits: ids a person can read and sort; a draw that
+        # another run of the same second already holds is drawn again (hundreds of runs a second
+        # made a collision likely enough to be seen)
+        while True:
+            run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+            with self._tx() as c:
+                if self._query_in(c, "SELECT 1 FROM runs WHERE id = ?", (run_id,)):
+                    continue
+                self._execute(
+                    c,
+                    "INSERT INTO runs (id, name, started, status, config, version) VALUES (?, ?, ?, ?, ?, ?)",
+                    (run_id, name, now(), "running", dumps(config), version),
+                )
+            return run_id
 
     def set_status(self, run_id: str, status: str) -> None:
         """Change a run's status."""
