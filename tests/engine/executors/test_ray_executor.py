@@ -613,3 +613,22 @@ def test_judge_workers_share_the_judge_cache(
     again = evaluate(data=more, evaluators={"judge": judge(fake_openai)}, store=tmp_path / "d.db",
                      cache=True, cache_path=str(cache), concurrency=8)
     assert fake_openai.count == asked and again.n_failed == 0
+
+
+def test_command_line_ray_run_prints_no_ray_log_lines(cluster: str, tmp_path: Path) -> None:
+    """Ray's own INFO lines ("Connecting to existing Ray cluster...") stay out of a run's output."""
+    import os
+    import subprocess
+    import sys
+
+    data = ROOT / "examples" / "qa.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "touchstone.cli", "eval", str(data), "-m", "f1_score", "--store",
+         str(tmp_path / "r.db"), "-q", "--executor", "ray", "--ray-address", cluster],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "120"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "f1_score" in done.stdout
+    for stream in (done.stdout, done.stderr):
+        assert " INFO " not in stream and "Connecting to existing Ray cluster" not in stream, stream
