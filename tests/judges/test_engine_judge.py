@@ -134,7 +134,9 @@ def test_per_row_accounting_and_provenance(fake_openai: FakeOpenAIServer, tmp_pa
         evaluators={"judge": ToyJudgeEvaluator({**config(fake_openai), "model": "gpt-4o-mini"})},
         store=tmp_path / "runs.db",
         cache=False,
-        **FAST,
+        # a generous timeout: a reply slower than FAST's 0.5 s on a busy machine would be retried, and
+        # one call per row is what this test counts
+        **{**FAST, "timeout": 30},
     )
     store = RunStore(tmp_path / "runs.db")
     stored = store.get_scores(result.run["id"])
